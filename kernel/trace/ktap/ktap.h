@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ktap internal interfaces.
+ *
+ * The VM core (vm_load.c: loader and verifier, vm_exec.c: interpreter,
+ * vm_obj.c: strings, tables, pool, vm_builtins.c: builtins without
+ * tracing dependencies) knows nothing about tracing: it sees events
+ * through struct ktap_event_ops and the session through struct
+ * ktap_host_ops. That keeps it testable by KUnit and by userspace
+ * fuzzers. The tracing side (session.c: tracefs control file, ioctls,
+ * output ring buffer; events.c: tracepoints, kprobes, uprobes, timers)
+ * implements both ops tables.
+ *
+ * Pipeline: load/verify -> run main chunk (ATTACH records handlers) ->
+ * session attaches probes -> probes fire ktap_vm_fire() -> STOP detaches
+ * and runs END handlers -> ktap_vm_free().
+ */
+#ifndef _KTAP_H
+#define _KTAP_H
+
+#include <linux/types.h>
+#include <linux/seq_buf.h>
+#include <uapi/linux/ktap.h>
+
+struct ktap_vm;
+struct ktap_closure;
+struct ktap_event;
+
+/* Default per-session pool and per-run instruction budget. */
+#define KTAP_DEFAULT_MEM_KB	(4 * 1024)
+#define KTAP_MAX_MEM_KB		(256 * 1024)
+#define KTAP_DEFAULT_BUDGET	100000
+#define KTAP_MAIN_BUDGET	100000000	/* main chunk, preemptible */
+
+enum ktap_type {
+	KTAP_TNIL,
+	KTAP_TBOOL,
+	KTAP_TINT,
+	KTAP_TSTR,
+	KTAP_TTABLE,
+	KTAP_TPTABLE,	/* per-CPU statistics table */
+	KTAP_TSTAT,	/* one aggregate read from a ptable */
+	KTAP_TFUNC,	/* script closure */
+	KTAP_TNATIVE,	/* bound native method, e.g. e.tostring */
+	KTAP_TEVENT,
+	KTAP_TITER,	/* pairs()/sort_pairs() iterator */
+};
+
+/* A script value. Heap objects live in the session pool. */
+struct ktap_value {
+	union {
+		s64		i;
+		bool		b;
+		struct ktap_str	*s;
+		void		*p;
+	};
+	u32 type;	/* enum ktap_type */
+};
+
+/**
+ * struct ktap_event_ops - how the VM reads the event being handled
+ * @field: e.NAME: store field @name (@len bytes) of @ev in @out; return
+ *	   0, or -ENOENT if the event has no such field. Also answers the
+ *	   synthetic fields (name, sc_nr, sc_is_enter, sc_argN, retval).
+ * @tostring: print @ev the way ftrace's output function prints it.
+ * @arg: argN: the N-th positional field (0..9) of @ev.
+ * @set_retval: e.set_retval(v); -EPERM where the probe cannot do it.
+ *
+ * All callbacks run in probe context (possibly NMI): no sleeping, no
+ * locks that a probe could already hold.
+ */
+struct ktap_event_ops {
+	int (*field)(struct ktap_vm *vm, struct ktap_event *ev,
+		     const char *name, u32 len, struct ktap_value *out);
+	int (*tostring)(struct ktap_vm *vm, struct ktap_event *ev,
+			struct seq_buf *s);
+	int (*arg)(struct ktap_vm *vm, struct ktap_event *ev, int n,
+		   struct ktap_value *out);
+	int (*set_retval)(struct ktap_vm *vm, struct ktap_event *ev, s64 v);
+};
+
+/**
+ * struct ktap_event - the event a handler runs for
+ * @ops: accessors, see struct ktap_event_ops
+ * @probe: index of the probe in the image's probe table
+ * @name: event name for e.name and probename (e.g. "sys_enter_open")
+ * @regs: registers at the probe, when the probe kind has them
+ *
+ * Lives on the firing probe's stack for the duration of one handler run;
+ * the tracing side embeds it in its own per-kind context.
+ */
+struct ktap_event {
+	const struct ktap_event_ops	*ops;
+	u32				probe;
+	const char			*name;
+	struct pt_regs			*regs;
+};
+
+/**
+ * struct ktap_host_ops - services the session gives the VM
+ * @attach: ATTACH in the main chunk: record @fn as handler of @probe.
+ *	    Runs in process context; the session attaches after the main
+ *	    chunk returns.
+ * @write: append @len bytes of output; any context, never sleeps,
+ *	   counts a drop instead of blocking.
+ * @exit: exit() or a runtime error: ask the session to stop.
+ */
+struct ktap_host_ops {
+	int (*attach)(void *host, u32 probe, struct ktap_closure *fn);
+	void (*write)(void *host, const char *buf, size_t len);
+	void (*exit)(void *host);
+};
+
+/**
+ * struct ktap_vm_opts - load-time knobs, from struct ktap_load_attr
+ * @mem_limit: pool size in bytes
+ * @insn_budget: instructions one handler run may execute
+ */
+struct ktap_vm_opts {
+	size_t	mem_limit;
+	u32	insn_budget;
+};
+
+struct ktap_vm *ktap_vm_load(const void *image, size_t len,
+			     const struct ktap_vm_opts *opts,
+			     const struct ktap_host_ops *host_ops, void *host,
+			     char *log, size_t log_size);
+int ktap_vm_run_main(struct ktap_vm *vm);
+int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
+		 struct ktap_event *ev);
+void ktap_vm_free(struct ktap_vm *vm);
+
+/* Image accessors the session needs after a successful load. */
+const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx);
+const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off);
+const u32 *ktap_vm_words(struct ktap_vm *vm, u32 start);
+
+/* Counters for KTAP_IOC_STATS. */
+struct ktap_vm_stats {
+	u64	hits;
+	u64	recursion;
+	u64	errors;
+	u64	mem_used;
+	u64	mem_limit;
+};
+void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st);
+
+/* Values the tracing side hands back from event callbacks. */
+int ktap_value_str(struct ktap_vm *vm, struct ktap_value *out,
+		   const char *s, size_t len);
+
+static inline void ktap_value_int(struct ktap_value *v, s64 i)
+{
+	v->type = KTAP_TINT;
+	v->i = i;
+}
+
+#endif /* _KTAP_H */
