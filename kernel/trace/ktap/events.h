@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ktap tracing side: what session.c and events.c share.
+ *
+ * session.c owns the session (control file, ioctls, output ring buffer,
+ * per-session trace_pipe); events.c attaches the handlers the main chunk
+ * recorded to tracepoints, kprobes, uprobes, timers and perf events.
+ * Neither is visible to the VM core, which only sees ktap.h.
+ */
+#ifndef _KTAP_EVENTS_H
+#define _KTAP_EVENTS_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/smp.h>
+#include <linux/sched.h>
+#include "ktap.h"
+
+struct ktap_session;
+
+/*
+ * The part of a session that the probe handlers read on every firing.
+ * Kept separate from the rest of struct ktap_session (session.c) so the
+ * hot path touches one small, read-mostly cache line.
+ */
+struct ktap_session_hot {
+	struct ktap_vm	*vm;
+	atomic_t	state;		/* enum ktap_session_state */
+	pid_t		tgid;		/* global tgid filter, or -1 */
+	int		cpu;		/* cpu filter, or -1 */
+	bool		dry_run;
+};
+
+/**
+ * struct ktap_handler - one ATTACH of the main chunk
+ * @node: in the session's handler list
+ * @sess: owning session
+ * @hot: the session's hot-path state (see struct ktap_session_hot)
+ * @fn: the closure to run (owned by the VM)
+ * @bp: the probe table entry (owned by the VM's image)
+ * @probe: index of @bp in the probe table
+ * @filter: apply the session's pid/cpu filters before firing
+ * @priv: per-kind attachment state, set by ktap_handler_attach()
+ */
+struct ktap_handler {
+	struct list_head		node;
+	struct ktap_session		*sess;
+	struct ktap_session_hot		*hot;
+	struct ktap_closure		*fn;
+	const struct ktap_bc_probe	*bp;
+	u32				probe;
+	bool				filter;
+	void				*priv;
+};
+
+/**
+ * ktap_handler_fire - run a handler for an event, honouring the filters
+ * @h: the handler
+ * @ev: the event, on the caller's stack
+ *
+ * Any context (NMI included); never sleeps. Preemption must be disabled.
+ */
+static __always_inline void ktap_handler_fire(struct ktap_handler *h,
+					      struct ktap_event *ev)
+{
+	struct ktap_session_hot *hot = h->hot;
+
+	if (atomic_read(&hot->state) != KTAP_STATE_RUNNING || hot->dry_run)
+		return;
+	if (h->filter) {
+		if (hot->cpu >= 0 && hot->cpu != raw_smp_processor_id())
+			return;
+		if (hot->tgid >= 0 && hot->tgid != current->tgid)
+			return;
+	}
+	ev->probe = h->probe;
+	ktap_vm_fire(hot->vm, h->fn, ev);
+}
+
+/* Write a message from the tracing side into the session output. */
+__printf(2, 3)
+void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...);
+
+/* events.c */
+int ktap_handler_attach(struct ktap_handler *h);
+void ktap_handler_detach(struct ktap_handler *h);
+void ktap_handlers_sync(void);
+void ktap_handler_run_end(struct ktap_handler *h);
+int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
+		     char *log, size_t log_size);
+int ktap_events_get(void);
+void ktap_events_put(void);
+
+#endif /* _KTAP_EVENTS_H */

@@ -1,0 +1,886 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktap sessions: the tracefs control file, its ioctls and the output.
+ *
+ * Every open() of tracing/ktap/control creates one session; the file
+ * descriptor is the session. The tool loads a verified image (LOAD),
+ * runs its main chunk and attaches the probes it recorded (START),
+ * streams the output with read()/poll() on the same descriptor, and
+ * detaches and runs the end handlers (STOP). close() tears everything
+ * down, also when the tool dies by SIGKILL.
+ *
+ * The output of a session goes into its own ring buffer (the tracing
+ * ring buffer, one per-CPU buffer per session, not overwriting: a full
+ * buffer drops and counts the record). It is readable from the control
+ * descriptor and from tracing/ktap/sessions/<id>/trace_pipe, so cat and
+ * trace-cmd can follow a session too. Both consume the same records.
+ *
+ * Locking:
+ *  - ktap_sessions_lock protects the session list and the lookup that
+ *    trace_pipe open() does; a session is reference counted (kref).
+ *  - sess->lock serializes the ioctls and release() of one session, and
+ *    with it the handler list and every attach and detach.
+ *  - sess->read_lock serializes the readers and the partly copied record.
+ *  - Probe handlers take no lock: they read sess->hot (atomic state and
+ *    constant filters) and write the ring buffer, which is lockless and
+ *    NMI-safe. Readers are woken through an irq_work, never directly
+ *    from probe context.
+ */
+
+#define pr_fmt(fmt) "ktap: " fmt
+
+#include <linux/capability.h>
+#include <linux/cleanup.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/irq_work.h>
+#include <linux/kref.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/pid.h>
+#include <linux/poll.h>
+#include <linux/ring_buffer.h>
+#include <linux/security.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/tracefs.h>
+#include <linux/uaccess.h>
+#include <linux/utsname.h>
+#include <linux/vmalloc.h>
+#include <linux/wait.h>
+
+#include "events.h"
+
+/* Output ring buffer size, per CPU. */
+#define KTAP_BUF_SIZE		(512 * 1024)
+/* Largest verifier log we copy back. */
+#define KTAP_MAX_LOG		SZ_1M
+
+/**
+ * struct ktap_session - one open of tracing/ktap/control
+ * @hot: what probe handlers read on every firing (see events.h)
+ * @lock: serializes ioctls and release; protects the handler list
+ * @ref: the control file and each open trace_pipe hold one reference
+ * @id: number of the session, names tracing/ktap/sessions/<id>
+ * @node: in ktap_sessions
+ * @handlers: struct ktap_handler list, in ATTACH order
+ * @nr_handlers: entries in @handlers
+ * @nr_attached: handlers currently attached
+ * @started: the main chunk ran (END handlers are due at STOP)
+ * @buffer: output ring buffer
+ * @max_rec: largest payload of one output record
+ * @drops: output records lost (buffer full or nested too deep)
+ * @wq: readers and pollers wait here
+ * @wake_work: wakes @wq from any context
+ * @waiters_pending: a reader may sleep on @wq
+ * @read_lock: serializes readers
+ * @rbuf: the record being copied to a reader
+ * @rpos: bytes of @rbuf already copied
+ * @rlen: bytes in @rbuf
+ * @dir: tracing/ktap/sessions/<id>
+ */
+struct ktap_session {
+	struct ktap_session_hot	hot;
+	struct mutex		lock;	/* ioctls, release, handlers */
+	struct kref		ref;
+	u32			id;
+	struct list_head	node;
+	struct list_head	handlers;
+	u32			nr_handlers;
+	u32			nr_attached;
+	bool			started;
+	struct trace_buffer	*buffer;
+	u32			max_rec;
+	atomic_long_t		drops;
+	wait_queue_head_t	wq;
+	struct irq_work		wake_work;
+	bool			waiters_pending;
+	struct mutex		read_lock;	/* readers, @rbuf */
+	char			*rbuf;
+	u32			rpos;
+	u32			rlen;
+	struct dentry		*dir;
+};
+
+static DEFINE_MUTEX(ktap_sessions_lock);
+static LIST_HEAD(ktap_sessions);
+static u32 ktap_next_id;
+static struct dentry *ktap_dir;
+static struct dentry *ktap_sessions_dir;
+
+static int ktap_state(struct ktap_session *sess)
+{
+	return atomic_read(&sess->hot.state);
+}
+
+static bool ktap_done(struct ktap_session *sess)
+{
+	return ktap_state(sess) >= KTAP_STATE_EXITING;
+}
+
+static void ktap_wake_work(struct irq_work *work)
+{
+	struct ktap_session *sess = container_of(work, struct ktap_session,
+						 wake_work);
+
+	WRITE_ONCE(sess->waiters_pending, false);
+	wake_up_all(&sess->wq);
+}
+
+/* Wake readers from any context. */
+static void ktap_wake_readers(struct ktap_session *sess)
+{
+	/* Pairs with the barrier in ktap_prepare_wait(). */
+	smp_mb();
+	if (READ_ONCE(sess->waiters_pending))
+		irq_work_queue(&sess->wake_work);
+}
+
+static void ktap_prepare_wait(struct ktap_session *sess)
+{
+	WRITE_ONCE(sess->waiters_pending, true);
+	/* Pairs with the barrier in ktap_wake_readers(). */
+	smp_mb();
+}
+
+/* Move to EXITING unless already there or beyond. Any context. */
+static void ktap_set_exiting(struct ktap_session *sess)
+{
+	int old = atomic_read(&sess->hot.state);
+
+	do {
+		if (old >= KTAP_STATE_EXITING)
+			return;
+	} while (!atomic_try_cmpxchg(&sess->hot.state, &old,
+				     KTAP_STATE_EXITING));
+	ktap_wake_readers(sess);
+}
+
+/* One output record: a u32 length, then the bytes. */
+static void ktap_write_record(struct ktap_session *sess, const char *buf,
+			      u32 len)
+{
+	struct ring_buffer_event *rbe;
+	u32 *rec;
+
+	rbe = ring_buffer_lock_reserve(sess->buffer, sizeof(u32) + len);
+	if (!rbe) {
+		atomic_long_inc(&sess->drops);
+		return;
+	}
+	rec = ring_buffer_event_data(rbe);
+	*rec = len;
+	memcpy(rec + 1, buf, len);
+	ring_buffer_unlock_commit(sess->buffer);
+}
+
+/**
+ * ktap_host_write - host_ops->write: append output
+ * @host: the session
+ * @buf: bytes to write
+ * @len: how many
+ *
+ * Any context, NMI included; never sleeps. A record that does not fit
+ * is counted in the session's drops.
+ */
+static void ktap_host_write(void *host, const char *buf, size_t len)
+{
+	struct ktap_session *sess = host;
+
+	while (len) {
+		u32 n = min_t(size_t, len, sess->max_rec);
+
+		ktap_write_record(sess, buf, n);
+		buf += n;
+		len -= n;
+	}
+	ktap_wake_readers(sess);
+}
+
+static void ktap_host_exit(void *host)
+{
+	ktap_set_exiting(host);
+}
+
+/**
+ * ktap_host_attach - host_ops->attach: record a handler
+ * @host: the session
+ * @probe: index in the probe table
+ * @fn: the handler closure
+ *
+ * Runs in the main chunk, in process context, under sess->lock (START).
+ * The probe is attached once the main chunk has returned.
+ *
+ * Return: 0, -E2BIG past KTAP_MAX_PROBES handlers, -EINVAL for a bad
+ * probe index, -ENOMEM.
+ */
+static int ktap_host_attach(void *host, u32 probe, struct ktap_closure *fn)
+{
+	struct ktap_session *sess = host;
+	const struct ktap_bc_probe *bp;
+	struct ktap_handler *h;
+
+	lockdep_assert_held(&sess->lock);
+	if (sess->nr_handlers >= KTAP_MAX_PROBES)
+		return -E2BIG;
+	bp = ktap_vm_probe(sess->hot.vm, probe);
+	if (!bp || bp->type >= KTAP_PROBE__COUNT)
+		return -EINVAL;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	h->sess = sess;
+	h->hot = &sess->hot;
+	h->fn = fn;
+	h->bp = bp;
+	h->probe = probe;
+	h->filter = bp->type != KTAP_PROBE_TIMER && bp->type != KTAP_PROBE_END;
+	list_add_tail(&h->node, &sess->handlers);
+	sess->nr_handlers++;
+	return 0;
+}
+
+static const struct ktap_host_ops ktap_host_ops = {
+	.attach	= ktap_host_attach,
+	.write	= ktap_host_write,
+	.exit	= ktap_host_exit,
+};
+
+/**
+ * ktap_session_printf - write a message into the session output
+ * @sess: the session
+ * @fmt: printf format
+ *
+ * Process context (attach errors and the like).
+ */
+void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = kvasprintf(GFP_KERNEL, fmt, ap);
+	va_end(ap);
+	if (!msg) {
+		atomic_long_inc(&sess->drops);
+		return;
+	}
+	ktap_host_write(sess, msg, strlen(msg));
+	kfree(msg);
+}
+
+/*
+ * Detach every attached handler and wait until none of them can still be
+ * running. Called under sess->lock.
+ */
+static void ktap_detach_all(struct ktap_session *sess)
+{
+	struct ktap_handler *h;
+
+	lockdep_assert_held(&sess->lock);
+	if (!sess->nr_attached)
+		return;
+	list_for_each_entry(h, &sess->handlers, node) {
+		if (h->priv) {
+			ktap_handler_detach(h);
+			h->priv = NULL;
+		}
+	}
+	ktap_handlers_sync();
+	sess->nr_attached = 0;
+}
+
+static void ktap_free_handlers(struct ktap_session *sess)
+{
+	struct ktap_handler *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &sess->handlers, node) {
+		list_del(&h->node);
+		kfree(h);
+	}
+	sess->nr_handlers = 0;
+}
+
+static long ktap_ioc_version(void __user *uarg)
+{
+	struct ktap_version v = {
+		.size		= sizeof(v),
+		.abi_version	= KTAP_ABI_VERSION,
+		.nr_opcodes	= KTAP_OP__COUNT,
+		.nr_builtins	= KTAP_BI__COUNT,
+	};
+	u32 usize;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < sizeof(v))
+		return -EINVAL;
+	strscpy(v.release, init_utsname()->release, sizeof(v.release));
+	if (copy_to_user(uarg, &v, sizeof(v)))
+		return -EFAULT;
+	return 0;
+}
+
+static int ktap_copy_log(const struct ktap_load_attr *attr, const char *log)
+{
+	size_t n;
+
+	if (!attr->log_size || !log)
+		return 0;
+	n = strnlen(log, attr->log_size - 1);
+	if (copy_to_user(u64_to_user_ptr(attr->log_buf), log, n) ||
+	    put_user('\0', (char __user *)u64_to_user_ptr(attr->log_buf) + n))
+		return -EFAULT;
+	return 0;
+}
+
+static int ktap_check_attr(const struct ktap_load_attr *attr)
+{
+	if (memchr_inv(attr->__reserved, 0, sizeof(attr->__reserved)))
+		return -EINVAL;
+	if (attr->flags & ~KTAP_LOAD_F_DRY_RUN)
+		return -EINVAL;
+	if (!attr->image_len)
+		return -EINVAL;
+	if (attr->image_len > KTAP_MAX_IMAGE)
+		return -E2BIG;
+	if (attr->mem_limit_kb > KTAP_MAX_MEM_KB)
+		return -E2BIG;
+	if (attr->pid < -1 || attr->cpu < -1)
+		return -EINVAL;
+	if (attr->cpu >= 0 &&
+	    (attr->cpu >= nr_cpu_ids || !cpu_possible(attr->cpu)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The pid filter as a global tgid, looked up in the caller's namespace. */
+static int ktap_filter_tgid(pid_t upid, pid_t *tgid)
+{
+	struct task_struct *task;
+
+	*tgid = -1;
+	if (upid < 0)
+		return 0;
+	guard(rcu)();
+	task = find_task_by_vpid(upid);
+	if (!task)
+		return -ESRCH;
+	*tgid = task->tgid;
+	return 0;
+}
+
+/* After a successful load: every probe must be attachable here. */
+static int ktap_check_probes(struct ktap_session *sess, char *log,
+			     size_t log_size)
+{
+	const struct ktap_bc_probe *bp;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < KTAP_MAX_PROBES; i++) {
+		bp = ktap_vm_probe(sess->hot.vm, i);
+		if (!bp)
+			break;
+		ret = ktap_probe_check(sess->hot.vm, bp, log, log_size);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
+{
+	struct ktap_load_attr attr;
+	struct ktap_vm_opts opts;
+	struct ktap_vm *vm;
+	size_t log_size;
+	char *log = NULL;
+	void *image;
+	u32 usize;
+	pid_t tgid;
+	int ret;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	ret = copy_struct_from_user(&attr, sizeof(attr), uarg, usize);
+	if (ret)
+		return ret;
+	ret = ktap_check_attr(&attr);
+	if (ret)
+		return ret;
+	if (ktap_state(sess) != KTAP_STATE_NEW)
+		return -EBUSY;
+	ret = ktap_filter_tgid(attr.pid, &tgid);
+	if (ret)
+		return ret;
+
+	log_size = min(attr.log_size, KTAP_MAX_LOG);
+	if (log_size) {
+		log = kvzalloc(log_size, GFP_KERNEL);
+		if (!log)
+			return -ENOMEM;
+	}
+	image = vmemdup_user(u64_to_user_ptr(attr.image), attr.image_len);
+	if (IS_ERR(image)) {
+		ret = PTR_ERR(image);
+		goto out_log;
+	}
+
+	opts.mem_limit = (size_t)(attr.mem_limit_kb ?: KTAP_DEFAULT_MEM_KB) *
+			 1024;
+	opts.insn_budget = attr.insn_budget ?: KTAP_DEFAULT_BUDGET;
+	vm = ktap_vm_load(image, attr.image_len, &opts, &ktap_host_ops, sess,
+			  log, log_size);
+	kvfree(image);
+	if (IS_ERR(vm)) {
+		ret = PTR_ERR(vm);
+		if (ktap_copy_log(&attr, log))
+			ret = -EFAULT;
+		goto out_log;
+	}
+
+	sess->hot.vm = vm;
+	ret = ktap_check_probes(sess, log, log_size);
+	if (ret) {
+		sess->hot.vm = NULL;
+		ktap_vm_free(vm);
+		if (ktap_copy_log(&attr, log))
+			ret = -EFAULT;
+		goto out_log;
+	}
+	sess->hot.tgid = tgid;
+	sess->hot.cpu = attr.cpu;
+	sess->hot.dry_run = attr.flags & KTAP_LOAD_F_DRY_RUN;
+	atomic_set(&sess->hot.state, KTAP_STATE_LOADED);
+out_log:
+	kvfree(log);
+	return ret;
+}
+
+/* Attach every recorded handler; on failure detach them all again. */
+static int ktap_attach_all(struct ktap_session *sess)
+{
+	struct ktap_handler *h;
+	int ret;
+
+	list_for_each_entry(h, &sess->handlers, node) {
+		if (h->bp->type == KTAP_PROBE_END)
+			continue;
+		ret = ktap_handler_attach(h);
+		if (ret) {
+			ktap_session_printf(sess,
+					    "ktap: cannot attach probe %u (%s): error %d\n",
+					    h->probe,
+					    ktap_vm_str(sess->hot.vm, h->bp->spec) ?: "?",
+					    ret);
+			ktap_detach_all(sess);
+			return ret;
+		}
+		sess->nr_attached++;
+	}
+	return 0;
+}
+
+/*
+ * START: run the main chunk (ATTACH records handlers), then attach. A
+ * runtime error or exit() in the main chunk is not an ioctl error: the
+ * session is EXITING and its output says why. An attach failure is
+ * returned, with a message in the output, and leaves the session EXITING.
+ */
+static long ktap_ioc_start(struct ktap_session *sess)
+{
+	int ret;
+
+	if (ktap_state(sess) != KTAP_STATE_LOADED)
+		return -EINVAL;
+	sess->started = true;
+	ret = ktap_vm_run_main(sess->hot.vm);
+	if (ret < 0 || ktap_done(sess)) {
+		ktap_set_exiting(sess);
+		return 0;
+	}
+	ret = ktap_attach_all(sess);
+	if (ret) {
+		ktap_set_exiting(sess);
+		return ret;
+	}
+	atomic_cmpxchg(&sess->hot.state, KTAP_STATE_LOADED, KTAP_STATE_RUNNING);
+	return 0;
+}
+
+static void ktap_run_end_handlers(struct ktap_session *sess)
+{
+	struct ktap_handler *h;
+
+	list_for_each_entry(h, &sess->handlers, node) {
+		if (h->bp->type == KTAP_PROBE_END)
+			ktap_handler_run_end(h);
+	}
+}
+
+/* STOP: detach, run the END handlers, mark STOPPED; idempotent. */
+static long ktap_ioc_stop(struct ktap_session *sess)
+{
+	if (ktap_state(sess) == KTAP_STATE_STOPPED)
+		return 0;
+	ktap_set_exiting(sess);
+	ktap_detach_all(sess);
+	if (sess->started)
+		ktap_run_end_handlers(sess);
+	atomic_set(&sess->hot.state, KTAP_STATE_STOPPED);
+	WRITE_ONCE(sess->waiters_pending, false);
+	wake_up_all(&sess->wq);
+	return 0;
+}
+
+static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
+{
+	struct ktap_vm_stats vst = {};
+	struct ktap_stats st = {};
+	u32 usize;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < sizeof(st))
+		return -EINVAL;
+	if (sess->hot.vm)
+		ktap_vm_stats(sess->hot.vm, &vst);
+	st.size = sizeof(st);
+	st.state = ktap_state(sess);
+	st.hits = vst.hits;
+	st.drops = atomic_long_read(&sess->drops);
+	st.recursion = vst.recursion;
+	st.errors = vst.errors;
+	st.mem_used = vst.mem_used;
+	st.mem_limit = vst.mem_limit;
+	st.nr_attached = sess->nr_attached;
+	if (copy_to_user(uarg, &st, sizeof(st)))
+		return -EFAULT;
+	return 0;
+}
+
+static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct ktap_session *sess = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	if (cmd == KTAP_IOC_VERSION)
+		return ktap_ioc_version(uarg);
+
+	guard(mutex)(&sess->lock);
+	switch (cmd) {
+	case KTAP_IOC_LOAD:
+		return ktap_ioc_load(sess, uarg);
+	case KTAP_IOC_START:
+		return ktap_ioc_start(sess);
+	case KTAP_IOC_STOP:
+		return ktap_ioc_stop(sess);
+	case KTAP_IOC_STATS:
+		return ktap_ioc_stats(sess, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/*
+ * Take the oldest record of all CPUs into sess->rbuf. Returns false when
+ * the buffer is empty. Called under sess->read_lock.
+ */
+static bool ktap_fetch(struct ktap_session *sess)
+{
+	struct ring_buffer_event *rbe;
+	int cpu, best = -1;
+	u64 ts, best_ts = U64_MAX;
+	u32 *rec;
+
+	for_each_possible_cpu(cpu) {
+		if (ring_buffer_peek(sess->buffer, cpu, &ts, NULL) &&
+		    ts < best_ts) {
+			best = cpu;
+			best_ts = ts;
+		}
+	}
+	if (best < 0)
+		return false;
+	rbe = ring_buffer_consume(sess->buffer, best, NULL, NULL);
+	if (!rbe)
+		return false;
+	rec = ring_buffer_event_data(rbe);
+	sess->rlen = min(*rec, sess->max_rec);
+	memcpy(sess->rbuf, rec + 1, sess->rlen);
+	sess->rpos = 0;
+	return true;
+}
+
+static bool ktap_readable(struct ktap_session *sess)
+{
+	return !ring_buffer_empty(sess->buffer) || ktap_done(sess);
+}
+
+/**
+ * ktap_session_read - read the session output
+ * @sess: the session
+ * @file: the file read (control or trace_pipe), for O_NONBLOCK
+ * @ubuf: user buffer
+ * @count: its size
+ *
+ * Blocks until there is output (unless O_NONBLOCK). Returns 0 (end of
+ * file) once the session is EXITING or STOPPED and the buffer is empty.
+ *
+ * Return: bytes copied, 0 at end of file, or a negative error.
+ */
+static ssize_t ktap_session_read(struct ktap_session *sess, struct file *file,
+				 char __user *ubuf, size_t count)
+{
+	size_t done = 0;
+	int ret;
+
+	if (!count)
+		return 0;
+	ret = mutex_lock_interruptible(&sess->read_lock);
+	if (ret)
+		return ret;
+	while (done < count) {
+		size_t n;
+
+		if (sess->rpos == sess->rlen && !ktap_fetch(sess)) {
+			if (done || ktap_done(sess))
+				break;
+			if (file->f_flags & O_NONBLOCK) {
+				ret = -EAGAIN;
+				break;
+			}
+			ktap_prepare_wait(sess);
+			ret = wait_event_interruptible(sess->wq,
+						       ktap_readable(sess));
+			if (ret)
+				break;
+			continue;
+		}
+		n = min_t(size_t, count - done, sess->rlen - sess->rpos);
+		if (copy_to_user(ubuf + done, sess->rbuf + sess->rpos, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		sess->rpos += n;
+		done += n;
+	}
+	mutex_unlock(&sess->read_lock);
+	return done ? done : ret;
+}
+
+static __poll_t ktap_session_poll(struct ktap_session *sess, struct file *file,
+				  poll_table *wait)
+{
+	poll_wait(file, &sess->wq, wait);
+	ktap_prepare_wait(sess);
+	if (ktap_readable(sess) || READ_ONCE(sess->rpos) != READ_ONCE(sess->rlen))
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
+}
+
+static void ktap_session_free(struct kref *ref)
+{
+	struct ktap_session *sess = container_of(ref, struct ktap_session, ref);
+
+	irq_work_sync(&sess->wake_work);
+	if (sess->hot.vm)
+		ktap_vm_free(sess->hot.vm);
+	ktap_free_handlers(sess);
+	if (sess->buffer)
+		ring_buffer_free(sess->buffer);
+	kfree(sess->rbuf);
+	kfree(sess);
+}
+
+static void ktap_session_put(struct ktap_session *sess)
+{
+	kref_put(&sess->ref, ktap_session_free);
+}
+
+static const struct file_operations ktap_pipe_fops;
+
+static struct ktap_session *ktap_session_new(void)
+{
+	char name[16];
+	struct ktap_session *sess;
+
+	sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	if (!sess)
+		return NULL;
+	mutex_init(&sess->lock);
+	mutex_init(&sess->read_lock);
+	kref_init(&sess->ref);
+	INIT_LIST_HEAD(&sess->handlers);
+	init_waitqueue_head(&sess->wq);
+	init_irq_work(&sess->wake_work, ktap_wake_work);
+	atomic_set(&sess->hot.state, KTAP_STATE_NEW);
+	sess->hot.tgid = -1;
+	sess->hot.cpu = -1;
+
+	sess->buffer = ring_buffer_alloc(KTAP_BUF_SIZE, 0);
+	if (!sess->buffer)
+		goto err;
+	sess->max_rec = min_t(unsigned long, PAGE_SIZE,
+			      ring_buffer_max_event_size(sess->buffer)) -
+			sizeof(u32);
+	sess->rbuf = kmalloc(sess->max_rec, GFP_KERNEL);
+	if (!sess->rbuf)
+		goto err;
+
+	scoped_guard(mutex, &ktap_sessions_lock) {
+		sess->id = ktap_next_id++;
+		list_add_tail(&sess->node, &ktap_sessions);
+		snprintf(name, sizeof(name), "%u", sess->id);
+		sess->dir = tracefs_create_dir(name, ktap_sessions_dir);
+		if (sess->dir)
+			tracefs_create_file("trace_pipe", 0400, sess->dir,
+					    (void *)(unsigned long)sess->id,
+					    &ktap_pipe_fops);
+	}
+	return sess;
+err:
+	ktap_session_free(&sess->ref);
+	return NULL;
+}
+
+static int ktap_control_open(struct inode *inode, struct file *file)
+{
+	struct ktap_session *sess;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	ret = security_locked_down(LOCKDOWN_TRACEFS);
+	if (ret)
+		return ret;
+	ret = ktap_events_get();
+	if (ret)
+		return ret;
+	sess = ktap_session_new();
+	if (!sess) {
+		ktap_events_put();
+		return -ENOMEM;
+	}
+	file->private_data = sess;
+	return nonseekable_open(inode, file);
+}
+
+static int ktap_control_release(struct inode *inode, struct file *file)
+{
+	struct ktap_session *sess = file->private_data;
+	struct dentry *dir;
+
+	scoped_guard(mutex, &ktap_sessions_lock) {
+		list_del(&sess->node);
+		dir = sess->dir;
+		sess->dir = NULL;
+	}
+	tracefs_remove(dir);
+
+	scoped_guard(mutex, &sess->lock) {
+		ktap_set_exiting(sess);
+		ktap_detach_all(sess);
+		atomic_set(&sess->hot.state, KTAP_STATE_STOPPED);
+	}
+	wake_up_all(&sess->wq);
+	ktap_session_put(sess);
+	ktap_events_put();
+	return 0;
+}
+
+static ssize_t ktap_control_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	return ktap_session_read(file->private_data, file, ubuf, count);
+}
+
+static __poll_t ktap_control_poll(struct file *file, poll_table *wait)
+{
+	return ktap_session_poll(file->private_data, file, wait);
+}
+
+static const struct file_operations ktap_control_fops = {
+	.owner		= THIS_MODULE,
+	.open		= ktap_control_open,
+	.release	= ktap_control_release,
+	.read		= ktap_control_read,
+	.poll		= ktap_control_poll,
+	.unlocked_ioctl	= ktap_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+};
+
+/* tracing/ktap/sessions/<id>/trace_pipe: a second reader of the output. */
+static int ktap_pipe_open(struct inode *inode, struct file *file)
+{
+	u32 id = (unsigned long)inode->i_private;
+	struct ktap_session *sess;
+	int ret;
+
+	ret = security_locked_down(LOCKDOWN_TRACEFS);
+	if (ret)
+		return ret;
+	guard(mutex)(&ktap_sessions_lock);
+	list_for_each_entry(sess, &ktap_sessions, node) {
+		if (sess->id == id) {
+			kref_get(&sess->ref);
+			file->private_data = sess;
+			return nonseekable_open(inode, file);
+		}
+	}
+	return -ENOENT;
+}
+
+static int ktap_pipe_release(struct inode *inode, struct file *file)
+{
+	ktap_session_put(file->private_data);
+	return 0;
+}
+
+static const struct file_operations ktap_pipe_fops = {
+	.owner		= THIS_MODULE,
+	.open		= ktap_pipe_open,
+	.release	= ktap_pipe_release,
+	.read		= ktap_control_read,
+	.poll		= ktap_control_poll,
+};
+
+static int __init ktap_init(void)
+{
+	int ret;
+
+	ktap_dir = tracefs_create_dir("ktap", NULL);
+	if (!ktap_dir) {
+		pr_warn("cannot create tracing/ktap (tracefs unavailable or locked down)\n");
+		return -ENODEV;
+	}
+	if (!tracefs_create_file("control", 0600, ktap_dir, NULL,
+				 &ktap_control_fops)) {
+		ret = -ENOMEM;
+		goto err_dir;
+	}
+	ktap_sessions_dir = tracefs_create_dir("sessions", ktap_dir);
+	if (!ktap_sessions_dir) {
+		ret = -ENOMEM;
+		goto err_dir;
+	}
+	return 0;
+err_dir:
+	tracefs_remove(ktap_dir);
+	return ret;
+}
+
+static void __exit ktap_exit(void)
+{
+	/* No session can exist: each one holds a module reference. */
+	tracefs_remove(ktap_dir);
+}
+
+module_init(ktap_init);
+module_exit(ktap_exit);
+
+MODULE_DESCRIPTION("ktap: scripting dynamic tracer VM");
+MODULE_AUTHOR("The ktap authors");
+MODULE_LICENSE("GPL");
