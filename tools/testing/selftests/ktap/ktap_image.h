@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A tiny assembler for ktap bytecode images, built on the UAPI header
+ * only, so the kernel-facing tests do not depend on the compiler.
+ * (ktap here is the tracer, not the KTAP test output format.)
+ */
+#ifndef KTAP_IMAGE_H
+#define KTAP_IMAGE_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/ktap.h>
+
+#define KTAP_CONTROL	"/sys/kernel/tracing/ktap/control"
+#define KTAP_SESSIONS	"/sys/kernel/tracing/ktap/sessions"
+
+#define KI_MAX		64
+
+struct ki_func {
+	uint32_t code[KI_MAX];
+	uint32_t ncode;
+	uint8_t nparams;
+	uint8_t nregs;
+	uint32_t parent;
+};
+
+struct ki_image {
+	struct ki_func f[8];
+	uint32_t nf;
+	struct ktap_bc_const k[KI_MAX];
+	uint32_t nk;
+	char str[1024];
+	uint32_t nstr;
+	struct ktap_bc_probe p[8];
+	uint32_t np;
+	uint32_t w[KI_MAX];
+	uint32_t nw;
+};
+
+static inline uint32_t ki_str(struct ki_image *im, const char *s)
+{
+	uint32_t off = im->nstr;
+	size_t n = strlen(s) + 1;
+
+	if (im->nstr + n > sizeof(im->str))
+		abort();
+	memcpy(im->str + im->nstr, s, n);
+	im->nstr += n;
+	return off;
+}
+
+static inline uint32_t ki_kstr(struct ki_image *im, const char *s)
+{
+	struct ktap_bc_const *k = &im->k[im->nk];
+
+	k->type = KTAP_BC_CONST_STR;
+	k->len = strlen(s);
+	k->val = ki_str(im, s);
+	return im->nk++;
+}
+
+static inline uint32_t ki_kint(struct ki_image *im, int64_t v)
+{
+	struct ktap_bc_const *k = &im->k[im->nk];
+
+	k->type = KTAP_BC_CONST_INT;
+	k->len = 0;
+	k->val = v;
+	return im->nk++;
+}
+
+/* A new function; function 0 is the main chunk. */
+static inline struct ki_func *ki_func(struct ki_image *im, uint8_t nparams,
+				      uint8_t nregs)
+{
+	struct ki_func *f = &im->f[im->nf];
+
+	f->nparams = nparams;
+	f->nregs = nregs;
+	f->parent = im->nf ? 0 : KTAP_BC_NO_STR;
+	im->nf++;
+	return f;
+}
+
+static inline void ki_op(struct ki_func *f, uint32_t insn)
+{
+	if (f->ncode >= KI_MAX)
+		abort();
+	f->code[f->ncode++] = insn;
+}
+
+static inline uint32_t ki_probe(struct ki_image *im, uint32_t type,
+				uint32_t flags, const char *spec,
+				const char *target, uint64_t arg,
+				const uint32_t *ids, uint32_t nids)
+{
+	struct ktap_bc_probe *p = &im->p[im->np];
+
+	p->type = type;
+	p->flags = flags;
+	p->spec = ki_str(im, spec);
+	p->target = target ? ki_str(im, target) : KTAP_BC_NO_STR;
+	p->arg = arg;
+	p->ids_start = im->nw;
+	p->nids = nids;
+	memcpy(im->w + im->nw, ids, nids * sizeof(*ids));
+	im->nw += nids;
+	return im->np++;
+}
+
+static inline size_t ki_align(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Lay the image out; returns a malloc'd buffer and its size. */
+static inline void *ki_build(struct ki_image *im, size_t *lenp)
+{
+	struct ktap_bc_header h = { 0 };
+	struct ktap_bc_proto pr[8];
+	uint32_t code[8 * KI_MAX], ncode = 0, i;
+	size_t off = ki_align(sizeof(h));
+	char *buf;
+
+	memset(pr, 0, sizeof(pr));
+	h.chunkname = ki_str(im, "selftest");
+	for (i = 0; i < im->nf; i++) {
+		pr[i].code_start = ncode;
+		pr[i].ncode = im->f[i].ncode;
+		pr[i].nparams = im->f[i].nparams;
+		pr[i].nregs = im->f[i].nregs;
+		pr[i].parent = im->f[i].parent;
+		pr[i].name = KTAP_BC_NO_STR;
+		pr[i].line = 1;
+		memcpy(code + ncode, im->f[i].code, im->f[i].ncode * 4);
+		ncode += im->f[i].ncode;
+	}
+#define KI_SECT(field, cnt, sz) do {				\
+		h.field.off = (cnt) ? off : 0;			\
+		h.field.count = (cnt);				\
+		off = ki_align(off + (size_t)(cnt) * (sz));	\
+	} while (0)
+	KI_SECT(protos, im->nf, sizeof(struct ktap_bc_proto));
+	KI_SECT(consts, im->nk, sizeof(struct ktap_bc_const));
+	KI_SECT(strtab, im->nstr, 1);
+	KI_SECT(code, ncode, 4);
+	KI_SECT(probes, im->np, sizeof(struct ktap_bc_probe));
+	KI_SECT(words, im->nw, 4);
+#undef KI_SECT
+	h.magic = KTAP_BC_MAGIC;
+	h.abi_version = KTAP_ABI_VERSION;
+	h.hdr_size = sizeof(h);
+	h.total_size = off;
+	buf = calloc(1, off);
+	if (!buf)
+		abort();
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + h.protos.off, pr, im->nf * sizeof(*pr));
+	if (im->nk)
+		memcpy(buf + h.consts.off, im->k, im->nk * sizeof(*im->k));
+	memcpy(buf + h.strtab.off, im->str, im->nstr);
+	memcpy(buf + h.code.off, code, ncode * 4);
+	if (im->np)
+		memcpy(buf + h.probes.off, im->p, im->np * sizeof(*im->p));
+	if (im->nw)
+		memcpy(buf + h.words.off, im->w, im->nw * 4);
+	*lenp = off;
+	return buf;
+}
+
+/* print("hello"); exit-free main chunk. */
+static inline void *ki_hello(const char *msg, size_t *len)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 4);
+	uint32_t k = ki_kstr(&im, msg);
+
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_LOADK, 1, k));
+	ki_op(m, KTAP_INSN(KTAP_OP_CALLB, 0, 1, KTAP_BI_print));
+	ki_op(m, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+	return ki_build(&im, len);
+}
+
+/*
+ * One probe whose handler prints e.tostring() (tracepoints, kprobes) or
+ * a fixed word, plus an END handler that prints @end_msg.
+ */
+static inline void *ki_probe_prog(uint32_t type, uint32_t flags,
+				  const char *spec, const char *target,
+				  uint64_t arg, const uint32_t *ids,
+				  uint32_t nids, const char *end_msg,
+				  size_t *len)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 4);
+	struct ki_func *h = ki_func(&im, 1, 4);
+	struct ki_func *e = ki_func(&im, 0, 4);
+	uint32_t kts = ki_kstr(&im, "tostring");
+	uint32_t kend = ki_kstr(&im, end_msg);
+	uint32_t p = ki_probe(&im, type, flags, spec, target, arg, ids, nids);
+	uint32_t pe = ki_probe(&im, KTAP_PROBE_END, 0, "end", NULL, 0, NULL, 0);
+
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_CLOSURE, 0, 1));
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_ATTACH, 0, p));
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_CLOSURE, 0, 2));
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_ATTACH, 0, pe));
+	ki_op(m, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+
+	/* print(e.tostring()) -- R0 is e */
+	ki_op(h, KTAP_INSN(KTAP_OP_GETFIELD, 1, 0, kts));
+	ki_op(h, KTAP_INSN(KTAP_OP_CALL, 1, 0, 1));
+	ki_op(h, KTAP_INSN(KTAP_OP_MOVE, 3, 1, 0));
+	ki_op(h, KTAP_INSN(KTAP_OP_CALLB, 2, 1, KTAP_BI_print));
+	ki_op(h, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+
+	ki_op(e, KTAP_INSN_BX(KTAP_OP_LOADK, 1, kend));
+	ki_op(e, KTAP_INSN(KTAP_OP_CALLB, 0, 1, KTAP_BI_print));
+	ki_op(e, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+	return ki_build(&im, len);
+}
+
+static inline int ki_load(int fd, const void *img, size_t len, char *log,
+			  size_t log_size)
+{
+	struct ktap_load_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.image = (uintptr_t)img;
+	a.image_len = len;
+	a.log_buf = (uintptr_t)log;
+	a.log_size = log_size;
+	a.pid = -1;
+	a.cpu = -1;
+	return ioctl(fd, KTAP_IOC_LOAD, &a);
+}
+
+/* Read until EOF (or @max bytes) into a NUL-terminated malloc'd string. */
+static inline char *ki_read_all(int fd, size_t max)
+{
+	size_t n = 0;
+	char *buf = malloc(max + 1);
+	ssize_t r;
+
+	if (!buf)
+		abort();
+	while (n < max) {
+		r = read(fd, buf + n, max - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The id of a tracefs event, e.g. "syscalls/sys_enter_getppid". */
+static inline int ki_event_id(const char *ev)
+{
+	char path[256];
+	FILE *f;
+	int id = -1;
+
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/id", ev);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &id) != 1)
+		id = -1;
+	fclose(f);
+	return id;
+}
+
+#endif /* KTAP_IMAGE_H */

@@ -1,0 +1,215 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run real ktap scripts (the tracer, not the KTAP output format this test
+# prints) through tools/ktap/ktap in the guest and check what they print:
+# the seed scripts of the 0.1 announcement and the LWN article verbatim,
+# runaway loops, kprobes, and teardown after SIGKILL.
+#
+# KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
+# ktap in PATH).
+
+DIR=$(cd "$(dirname "$0")" && pwd)
+. "$DIR/../kselftest/ktap_helpers.sh"
+
+KTAP=${KTAP_BIN:-}
+[ -z "$KTAP" ] && [ -x "$DIR/../../../ktap/ktap" ] && KTAP=$DIR/../../../ktap/ktap
+[ -z "$KTAP" ] && KTAP=$(command -v ktap || true)
+CONTROL=/sys/kernel/tracing/ktap/control
+SESSIONS=/sys/kernel/tracing/ktap/sessions
+
+ktap_print_header
+[ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+[ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
+[ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
+ktap_set_plan 10
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+# Seed scripts, verbatim.
+cat > "$T/syscalls.kp" <<'EOF'
+function eventfun (e) {
+    printf("%d %d\t%s\t%s", cpu(), pid(), execname(), e.tostring())
+}
+
+kdebug.probe("tp:syscalls", eventfun)
+EOF
+cat > "$T/histogram.kp" <<'EOF'
+hist = {}
+
+function eventfun (e) {
+    if (e.sc_is_enter) {
+        inplace_inc(hist, e.name)
+    }
+}
+
+kdebug.probe("tp:syscalls", eventfun)
+
+kdebug.probe_end(function () {
+    histogram(hist)
+})
+EOF
+cat > "$T/mail.kp" <<'EOF'
+        function eventfun (e) {
+                printf("%d %d\t%s\t%s", cpu(), pid(), execname(), e.tostring())
+        }
+
+        kdebug.probe("tp:syscalls", eventfun)
+
+        kdebug.probe_end(function () {
+                printf("probe end\n")
+        })
+EOF
+
+workload() {
+	local end=$((SECONDS + $1))
+
+	while [ $SECONDS -lt "$end" ]; do
+		cat /proc/version /proc/self/stat > /dev/null
+		ls / > /dev/null
+	done
+}
+
+# run_traced SECONDS OUT script...: run ktap in the foreground with a
+# workload beside it; SIGINT after SECONDS, as Ctrl-C would.
+run_traced() {
+	local secs=$1 out=$2
+
+	shift 2
+	workload $((secs + 1)) &
+	local w=$!
+	timeout -s INT -k 30 "$secs" "$KTAP" "$@" > "$out" 2>&1
+	local rc=$?
+	wait $w
+	return $rc
+}
+
+no_sessions() {
+	[ -z "$(ls -A "$SESSIONS" 2>/dev/null)" ]
+}
+
+# 1. the walking skeleton
+out=$("$KTAP" -e 'print("hello")' 2>&1)
+if [ "$out" = hello ]; then
+	ktap_test_pass "ktap -e 'print(\"hello\")' prints hello"
+else
+	ktap_print_msg "got: $out"
+	ktap_test_fail "ktap -e 'print(\"hello\")' prints hello"
+fi
+
+# 2. the article's printf script
+run_traced 4 "$T/sys.out" "$T/syscalls.kp"
+enter=$(grep -cP '^[0-9]+ [0-9]+\t\S+\tsys_\w+\(.*\)$' "$T/sys.out")
+exit_=$(grep -cP '^[0-9]+ [0-9]+\t\S+\tsys_\w+ -> 0x[0-9a-f]+$' "$T/sys.out")
+if [ "$enter" -gt 10 ] && [ "$exit_" -gt 10 ]; then
+	ktap_test_pass "syscalls.kp: $enter 'sys_xxx(...)' and $exit_ 'sys_xxx -> 0x..' lines"
+else
+	ktap_print_msg "enter lines $enter, exit lines $exit_; head of output:"
+	head -5 "$T/sys.out" | sed 's/^/# /'
+	ktap_test_fail "syscalls.kp prints the article's line shapes"
+fi
+
+# 3. the article's histogram
+run_traced 4 "$T/hist.out" "$T/histogram.kp"
+if grep -qE '^ *value -+ Distribution -+ count$' "$T/hist.out" &&
+   grep -E '^ *sys_enter_[a-z0-9_]+ \|@* *[0-9]+$' "$T/hist.out" |
+	awk '{ n = $NF; if (NR > 1 && n > prev) bad = 1; prev = n; rows++ }
+	     END { exit !(rows >= 3 && !bad) }'; then
+	ktap_test_pass "histogram.kp: sorted sys_enter_* chart"
+else
+	sed 's/^/# /' "$T/hist.out" | head -20
+	ktap_test_fail "histogram.kp: sorted sys_enter_* chart"
+fi
+
+# 4. the announcement's script: probe end on Ctrl-C
+run_traced 3 "$T/mail.out" "$T/mail.kp"
+if grep -q '^probe end$' "$T/mail.out" &&
+   grep -qP '\tsys_\w+\(.*\)$' "$T/mail.out"; then
+	ktap_test_pass "mail script prints events, then 'probe end' on SIGINT"
+else
+	tail -5 "$T/mail.out" | sed 's/^/# /'
+	ktap_test_fail "mail script prints events, then 'probe end' on SIGINT"
+fi
+
+# 5. a runaway handler is stopped with an error
+cat > "$T/spin.kp" <<'EOF'
+kdebug.probe("tp:syscalls:sys_enter_close", function (e) {
+    while (1) {
+    }
+})
+EOF
+run_traced 30 "$T/spin.out" "$T/spin.kp"
+rc=$?
+if [ $rc -ne 124 ] && grep -qiE 'error|budget|instruction' "$T/spin.out"; then
+	ktap_test_pass "while (1) {} in a probe ends with: $(grep -iE 'error|budget' "$T/spin.out" | head -1)"
+else
+	sed 's/^/# /' "$T/spin.out" | head -5
+	ktap_test_fail "while (1) {} in a probe ends with an error (rc $rc)"
+fi
+
+# 6. a runaway main chunk too
+timeout -k 10 120 "$KTAP" -e 'while (1) {}' > "$T/main.out" 2>&1
+rc=$?
+if [ $rc -ne 124 ] && grep -qiE 'error|budget|instruction' "$T/main.out"; then
+	ktap_test_pass "while (1) {} in the main chunk ends with an error"
+else
+	sed 's/^/# /' "$T/main.out" | head -5
+	ktap_test_fail "while (1) {} in the main chunk ends with an error (rc $rc)"
+fi
+
+# 7. the guest stays responsive and nothing is left attached
+out=$(timeout 60 "$KTAP" -e 'print("alive")' 2>&1)
+if [ "$out" = alive ] && no_sessions; then
+	ktap_test_pass "guest responsive after runaway scripts, no session left"
+else
+	ktap_test_fail "guest responsive after runaway scripts ($out)"
+fi
+
+# 8. kprobe and kretprobe, printed like ftrace's kprobe events
+cat > "$T/kprobe.kp" <<'EOF'
+kdebug.probe("kprobe:do_sys_openat2", function (e) {
+    printf("%s\n", e.tostring())
+})
+kdebug.probe("kprobe:do_sys_openat2!", function (e) {
+    printf("%s\n", e.tostring())
+})
+EOF
+run_traced 3 "$T/kp.out" "$T/kprobe.kp"
+if grep -qE '^do_sys_openat2: \(do_sys_openat2\+0x0/0x[0-9a-f]+\)$' "$T/kp.out" &&
+   grep -qE '^do_sys_openat2: \(.*<- do_sys_openat2\)' "$T/kp.out"; then
+	ktap_test_pass "kprobe and kretprobe on do_sys_openat2"
+else
+	sed 's/^/# /' "$T/kp.out" | head -5
+	ktap_test_fail "kprobe and kretprobe on do_sys_openat2"
+fi
+
+# 9. SIGKILL of the tool leaves nothing behind
+"$KTAP" "$T/syscalls.kp" > /dev/null 2>&1 &
+pid=$!
+sleep 3
+had=$(ls "$SESSIONS" 2>/dev/null | wc -l)
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 1
+if [ "$had" -ge 1 ] && no_sessions; then
+	ktap_test_pass "SIGKILL of a tracing ktap leaves no session"
+else
+	ktap_test_fail "SIGKILL of a tracing ktap leaves no session (had $had, left $(ls "$SESSIONS" | wc -l))"
+fi
+
+# 10. set_retval is refused on a function that is not error-injectable
+cat > "$T/retval.kp" <<'EOF'
+kdebug.probe("kprobe:do_sys_openat2!", function (e) {
+    e.set_retval(-1)
+})
+EOF
+run_traced 3 "$T/rv.out" "$T/retval.kp"
+if grep -qiE 'error|not permitted|EPERM' "$T/rv.out" && cat /proc/version > /dev/null; then
+	ktap_test_pass "set_retval on a non-injectable function is an error: $(head -1 "$T/rv.out")"
+else
+	sed 's/^/# /' "$T/rv.out" | head -5
+	ktap_test_fail "set_retval on a non-injectable function is an error"
+fi
+
+ktap_finished

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sessions of the ktap tracer through tracing/ktap/control: the ioctls,
+ * the output stream, per-session trace_pipe, several sessions at once,
+ * teardown on SIGKILL and the permission checks. Output is KTAP (the
+ * kselftest format, which has nothing to do with the tracer's name).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+
+#include "../kselftest.h"
+#include "ktap_image.h"
+
+static int open_control(void)
+{
+	return open(KTAP_CONTROL, O_RDWR | O_CLOEXEC);
+}
+
+/* Number of live sessions listed under tracing/ktap/sessions. */
+static int count_sessions(void)
+{
+	DIR *d = opendir(KTAP_SESSIONS);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* The highest session id: the one opened last. */
+static int last_session(void)
+{
+	DIR *d = opendir(KTAP_SESSIONS);
+	struct dirent *de;
+	int id = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' && atoi(de->d_name) > id)
+			id = atoi(de->d_name);
+	closedir(d);
+	return id;
+}
+
+static void test_version(void)
+{
+	struct ktap_version v = { .size = sizeof(v) };
+	struct utsname u;
+	int fd = open_control();
+
+	if (fd < 0) {
+		ksft_test_result_fail("version: open: %s\n", strerror(errno));
+		return;
+	}
+	uname(&u);
+	if (ioctl(fd, KTAP_IOC_VERSION, &v) ||
+	    v.abi_version != KTAP_ABI_VERSION ||
+	    v.nr_opcodes != KTAP_OP__COUNT || v.nr_builtins != KTAP_BI__COUNT ||
+	    strcmp(v.release, u.release))
+		ksft_test_result_fail("version: abi %u ops %u builtins %u release '%s'\n",
+				      v.abi_version, v.nr_opcodes,
+				      v.nr_builtins, v.release);
+	else
+		ksft_test_result_pass("version: abi %u on %s\n",
+				      v.abi_version, v.release);
+	close(fd);
+}
+
+static int load_attr(struct ktap_load_attr *a)
+{
+	int fd = open_control(), ret;
+
+	ret = ioctl(fd, KTAP_IOC_LOAD, a) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static void test_bad_attr(void)
+{
+	size_t len;
+	void *img = ki_hello("x", &len);
+	struct {
+		struct ktap_load_attr a;
+		char tail[8];
+	} big;
+	struct ktap_load_attr a;
+	int fails = 0, r;
+
+#define BASE() do {						\
+		memset(&a, 0, sizeof(a));			\
+		a.size = sizeof(a);				\
+		a.image = (uintptr_t)img;			\
+		a.image_len = len;				\
+		a.pid = -1;					\
+		a.cpu = -1;					\
+	} while (0)
+#define EXPECT(what, want) do {					\
+		r = load_attr(&a);				\
+		if (r != (want)) {				\
+			ksft_print_msg("%s: got %d want %d\n",	\
+				       what, r, want);		\
+			fails++;				\
+		}						\
+	} while (0)
+
+	BASE(); a.__reserved[2] = 1;		EXPECT("reserved", -EINVAL);
+	BASE(); a.flags = 0x80;			EXPECT("flags", -EINVAL);
+	BASE(); a.image_len = 0;		EXPECT("empty image", -EINVAL);
+	BASE(); a.image_len = KTAP_MAX_IMAGE + 1; EXPECT("huge image", -E2BIG);
+	BASE(); a.mem_limit_kb = 1U << 30;	EXPECT("huge pool", -E2BIG);
+	BASE(); a.cpu = -5;			EXPECT("cpu -5", -EINVAL);
+	BASE(); a.image = 16;			EXPECT("bad pointer", -EFAULT);
+	BASE(); a.size = 4;			EXPECT("short size", -EINVAL);
+
+	memset(&big, 0, sizeof(big));
+	BASE();
+	big.a = a;
+	big.a.size = sizeof(big);
+	big.tail[3] = 1;
+	r = load_attr(&big.a);
+	if (r != -E2BIG) {
+		ksft_print_msg("nonzero tail: got %d want %d\n", r, -E2BIG);
+		fails++;
+	}
+	BASE();
+	EXPECT("valid", 0);
+	free(img);
+	ksft_test_result(!fails, "load attribute checks\n");
+}
+
+static void test_reject_log(void)
+{
+	char junk[64], log[512] = "";
+	int fd = open_control(), r;
+
+	memset(junk, 0x5a, sizeof(junk));
+	r = ki_load(fd, junk, sizeof(junk), log, sizeof(log));
+	ksft_test_result(r == -1 && errno == EINVAL && log[0],
+			 "garbage image rejected with a log: %s\n",
+			 log[0] ? log : "(empty log)");
+	close(fd);
+}
+
+/* LOAD, START, run @work, STOP, read to EOF. */
+static char *run_prog(void *img, size_t len, void (*work)(void),
+		      struct ktap_stats *st)
+{
+	char log[1024] = "";
+	char *out;
+	int fd = open_control();
+
+	if (fd < 0)
+		return NULL;
+	if (ki_load(fd, img, len, log, sizeof(log))) {
+		ksft_print_msg("load: %s: %s\n", strerror(errno), log);
+		close(fd);
+		return NULL;
+	}
+	if (ioctl(fd, KTAP_IOC_START)) {
+		ksft_print_msg("start: %s\n", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (work)
+		work();
+	if (st) {
+		memset(st, 0, sizeof(*st));
+		st->size = sizeof(*st);
+		ioctl(fd, KTAP_IOC_STATS, st);
+	}
+	ioctl(fd, KTAP_IOC_STOP);
+	out = ki_read_all(fd, 1 << 20);
+	close(fd);
+	return out;
+}
+
+static void test_hello(void)
+{
+	size_t len;
+	void *img = ki_hello("hello", &len);
+	char *out = run_prog(img, len, NULL, NULL);
+
+	ksft_test_result(out && strstr(out, "hello\n"),
+			 "print(\"hello\") reaches read(): '%s'\n",
+			 out ? out : "(null)");
+	free(out);
+	free(img);
+}
+
+static void getppid_x20(void)
+{
+	for (int i = 0; i < 20; i++)
+		syscall(SYS_getppid);
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_tracepoint(void)
+{
+	int id = ki_event_id("syscalls/sys_enter_getppid");
+	int xid = ki_event_id("syscalls/sys_exit_getppid");
+	uint32_t ids[2] = { id, xid };
+	struct ktap_stats st;
+	size_t len;
+	void *img;
+	char *out;
+
+	if (id < 0 || xid < 0) {
+		ksft_test_result_skip("tracepoint: no syscall events\n");
+		return;
+	}
+	img = ki_probe_prog(KTAP_PROBE_TRACEPOINT, 0, "syscalls:sys_*_getppid",
+			    NULL, 0, ids, 2, "probe end", &len);
+	out = run_prog(img, len, getppid_x20, &st);
+	ksft_test_result(out && count_lines(out, "sys_getppid()\n") >= 20 &&
+			 count_lines(out, "sys_getppid -> 0x") >= 20 &&
+			 strstr(out, "probe end\n") && st.hits >= 40 &&
+			 st.nr_attached == 1 && st.state == KTAP_STATE_RUNNING,
+			 "tracepoint getppid: %d enter, %d exit lines, hits %llu, attached %u\n",
+			 out ? count_lines(out, "sys_getppid()\n") : -1,
+			 out ? count_lines(out, "sys_getppid -> 0x") : -1,
+			 (unsigned long long)st.hits, st.nr_attached);
+	free(out);
+	free(img);
+}
+
+static void test_trace_pipe(void)
+{
+	char path[128], *out;
+	size_t len;
+	void *img = ki_hello("via trace_pipe", &len);
+	int fd = open_control(), pfd, id;
+
+	id = last_session();
+	snprintf(path, sizeof(path), KTAP_SESSIONS "/%d/trace_pipe", id);
+	pfd = open(path, O_RDONLY);
+	if (fd < 0 || pfd < 0 || ki_load(fd, img, len, NULL, 0) ||
+	    ioctl(fd, KTAP_IOC_START) || ioctl(fd, KTAP_IOC_STOP)) {
+		ksft_test_result_fail("trace_pipe: %s\n", strerror(errno));
+		goto out;
+	}
+	out = ki_read_all(pfd, 4096);
+	ksft_test_result(strstr(out, "via trace_pipe\n") != NULL,
+			 "sessions/%d/trace_pipe reads the output\n", id);
+	free(out);
+out:
+	if (pfd >= 0)
+		close(pfd);
+	if (fd >= 0)
+		close(fd);
+	free(img);
+}
+
+static void test_poll_nonblock(void)
+{
+	size_t len;
+	void *img = ki_hello("polled", &len);
+	struct pollfd p;
+	char buf[64];
+	int fd = open_control(), ok = 1, r;
+
+	ki_load(fd, img, len, NULL, 0);
+	/* Nothing yet: non-blocking read says so. */
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	r = read(fd, buf, sizeof(buf));
+	if (r != -1 || errno != EAGAIN) {
+		ksft_print_msg("empty nonblocking read: %d %s\n", r, strerror(errno));
+		ok = 0;
+	}
+	ioctl(fd, KTAP_IOC_START);
+	p.fd = fd;
+	p.events = POLLIN;
+	if (poll(&p, 1, 5000) != 1 || !(p.revents & POLLIN)) {
+		ksft_print_msg("poll did not report output\n");
+		ok = 0;
+	}
+	r = read(fd, buf, sizeof(buf) - 1);
+	if (r != 7 || memcmp(buf, "polled\n", 7)) {
+		ksft_print_msg("read %d bytes\n", r);
+		ok = 0;
+	}
+	ioctl(fd, KTAP_IOC_STOP);
+	r = read(fd, buf, sizeof(buf));
+	if (r != 0) {
+		ksft_print_msg("read after STOP and drain: %d, want EOF\n", r);
+		ok = 0;
+	}
+	ksft_test_result(ok, "poll, O_NONBLOCK and EOF after STOP\n");
+	close(fd);
+	free(img);
+}
+
+static void test_many_sessions(void)
+{
+	enum { N = 6 };
+	int fd[N], i, ok = 1;
+	void *img[N];
+	size_t len[N];
+	char msg[32], *out;
+
+	for (i = 0; i < N; i++) {
+		snprintf(msg, sizeof(msg), "session %d", i);
+		img[i] = ki_hello(msg, &len[i]);
+		fd[i] = open_control();
+		if (fd[i] < 0 || ki_load(fd[i], img[i], len[i], NULL, 0))
+			ok = 0;
+	}
+	if (ok && count_sessions() < N)
+		ok = 0;
+	for (i = N - 1; ok && i >= 0; i--)
+		if (ioctl(fd[i], KTAP_IOC_START) || ioctl(fd[i], KTAP_IOC_STOP))
+			ok = 0;
+	for (i = 0; i < N; i++) {
+		if (ok) {
+			out = ki_read_all(fd[i], 4096);
+			snprintf(msg, sizeof(msg), "session %d\n", i);
+			if (strcmp(out, msg)) {
+				ksft_print_msg("session %d read '%s'\n", i, out);
+				ok = 0;
+			}
+			free(out);
+		}
+		close(fd[i]);
+		free(img[i]);
+	}
+	ksft_test_result(ok, "%d sessions at once, each with its own output\n", N);
+}
+
+static void test_sigkill(void)
+{
+	int id = ki_event_id("syscalls/sys_enter_getppid");
+	uint32_t ids[1] = { id };
+	int pfd[2], status, before = count_sessions();
+	char c, *out;
+	size_t len;
+	void *img;
+	pid_t pid;
+
+	if (id < 0) {
+		ksft_test_result_skip("sigkill: no syscall events\n");
+		return;
+	}
+	img = ki_probe_prog(KTAP_PROBE_TRACEPOINT, 0, "syscalls:sys_enter_getppid",
+			    NULL, 0, ids, 1, "end", &len);
+	if (pipe(pfd))
+		ksft_exit_fail_msg("pipe\n");
+	pid = fork();
+	if (!pid) {
+		int fd = open_control();
+
+		if (fd < 0 || ki_load(fd, img, len, NULL, 0) ||
+		    ioctl(fd, KTAP_IOC_START))
+			_exit(1);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(1);
+		for (;;)	/* fire the probe until killed, never read */
+			syscall(SYS_getppid);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &c, 1) != 1) {
+		waitpid(pid, &status, 0);
+		ksft_test_result_fail("sigkill: child could not start\n");
+		goto out;
+	}
+	usleep(200000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	getppid_x20();
+	out = run_prog(img, len, getppid_x20, NULL);
+	ksft_test_result(WIFSIGNALED(status) && count_sessions() == before &&
+			 out && count_lines(out, "sys_getppid()\n") >= 20,
+			 "SIGKILL mid-trace tears the session down (%d sessions left, was %d)\n",
+			 count_sessions(), before);
+	free(out);
+out:
+	close(pfd[0]);
+	free(img);
+}
+
+static int drop_cap_sys_admin(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_SYS_ADMIN / 32].effective &= ~(1U << (CAP_SYS_ADMIN % 32));
+	d[CAP_SYS_ADMIN / 32].permitted &= ~(1U << (CAP_SYS_ADMIN % 32));
+	return syscall(SYS_capset, &h, d);
+}
+
+static void test_permissions(void)
+{
+	int status, ok;
+	pid_t pid = fork();
+
+	if (!pid) {
+		/* root without CAP_SYS_ADMIN: our own check says EPERM */
+		if (drop_cap_sys_admin())
+			_exit(10);
+		if (open_control() >= 0)
+			_exit(11);
+		if (errno != EPERM)
+			_exit(12);
+		/* an unprivileged user gets no further */
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(13);
+		if (open_control() >= 0)
+			_exit(14);
+		_exit(errno == EPERM || errno == EACCES ? 0 : 15);
+	}
+	waitpid(pid, &status, 0);
+	ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	ksft_test_result(ok, "no CAP_SYS_ADMIN: EPERM; nobody: refused (status %d)\n",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void test_state_machine(void)
+{
+	size_t len;
+	void *img = ki_hello("x", &len);
+	int fd = open_control(), ok = 1;
+
+	if (!ioctl(fd, KTAP_IOC_START) || errno != EINVAL)
+		ok = 0;		/* START before LOAD */
+	if (ki_load(fd, img, len, NULL, 0))
+		ok = 0;
+	if (!ki_load(fd, img, len, NULL, 0) || errno != EBUSY)
+		ok = 0;		/* second LOAD */
+	if (ioctl(fd, KTAP_IOC_START) || !ioctl(fd, KTAP_IOC_START))
+		ok = 0;		/* second START */
+	if (ioctl(fd, KTAP_IOC_STOP) || ioctl(fd, KTAP_IOC_STOP))
+		ok = 0;		/* STOP is idempotent */
+	if (!ioctl(fd, _IO(KTAP_IOC_MAGIC, 0x7f)) || errno != ENOTTY)
+		ok = 0;
+	ksft_test_result(ok, "ioctl order: START before LOAD, double LOAD/START refused\n");
+	close(fd);
+	free(img);
+}
+
+int main(void)
+{
+	ksft_print_header();
+	if (access(KTAP_CONTROL, F_OK))
+		ksft_exit_skip("%s missing (CONFIG_KTAP?)\n", KTAP_CONTROL);
+	if (geteuid())
+		ksft_exit_skip("must run as root\n");
+	ksft_set_plan(12);
+	test_version();
+	test_bad_attr();
+	test_reject_log();
+	test_hello();
+	test_tracepoint();
+	test_trace_pipe();
+	test_poll_nonblock();
+	test_many_sessions();
+	test_sigkill();
+	test_permissions();
+	test_state_machine();
+	ksft_test_result(count_sessions() == 0, "no session left behind\n");
+	ksft_finished();
+}
