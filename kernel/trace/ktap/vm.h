@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ktap VM core: private definitions shared by vm_load.c (loader and
+ * verifier), vm_exec.c (interpreter), vm_obj.c (pool, strings, tables)
+ * and vm_builtins.c. Nothing here depends on tracing; the tracing side
+ * only sees ktap.h.
+ *
+ * Concurrency model (see also vm_obj.c):
+ *  - Handlers run on every CPU at once, possibly in NMI. A per-CPU
+ *    guard in ktap_vm_fire() lets at most one VM run per CPU, so a lock
+ *    the VM takes can only be held by *another* CPU: plain spinning is
+ *    deadlock-free, and NMI still only trylocks (and counts a drop) so
+ *    lockdep stays quiet.
+ *  - Every object lives in a bump-allocated per-session pool and is only
+ *    freed with the session, so a pointer read under any lock stays
+ *    valid for the whole session.
+ *  - A ktap_value is 16 bytes: values in shared slots (globals, closed
+ *    upvalues) are read under a seqcount and written under a raw lock;
+ *    table slots are accessed under the table's own lock.
+ */
+#ifndef _KTAP_VM_H
+#define _KTAP_VM_H
+
+#include <linux/atomic.h>
+#include <linux/cleanup.h>
+#include <linux/hardirq.h>
+#include <linux/seqlock.h>
+#include <linux/spinlock.h>
+#include "ktap.h"
+
+/* Per-CPU execution area: register stack, call frames, scratch memory. */
+#define KTAP_STACK_SLOTS	2048
+#define KTAP_SCRATCH_SIZE	8192	/* per-firing temporary strings */
+#define KTAP_OUT_SIZE		2048	/* one printf/print record */
+#define KTAP_ERR_SIZE		160
+#define KTAP_STR_MAX		4096	/* longest string the VM builds */
+#define KTAP_MIN_MEM		(64 * 1024)
+
+/**
+ * struct ktap_str - an immutable string
+ * @len: length in bytes, without the trailing NUL
+ * @hash: hash of the bytes (seeded per session)
+ * @interned: lives in the pool and is the unique copy of its bytes, so
+ *	      two interned strings are equal iff their pointers are. A
+ *	      temporary (per-firing scratch) string is not, and is interned
+ *	      when it is stored anywhere that outlives the firing.
+ * @data: the bytes, NUL-terminated
+ */
+struct ktap_str {
+	u32	len;
+	u32	hash;
+	bool	interned;
+	char	data[];
+};
+
+/* Bump allocator over one preallocated region; never frees. */
+struct ktap_pool {
+	char		*base;
+	size_t		size;
+	atomic_long_t	used;
+};
+
+/* Lock-free open-addressing set of interned strings (insert-only). */
+struct ktap_strset {
+	struct ktap_str	**slots;
+	u32		mask;
+	u32		seed;
+};
+
+/* A table slot of the hash part; an empty slot has a nil key. */
+struct ktap_node {
+	struct ktap_value	key;
+	struct ktap_value	val;
+};
+
+/**
+ * struct ktap_table - a Lua-like table
+ * @lock: protects every field and the slots; see ktap_spin guard
+ * @acap: array part capacity: integer keys 1..@acap live in @arr
+ * @hcap: hash part capacity (power of two, or 0)
+ * @hused: hash slots holding a key (a deleted key keeps its slot)
+ * @count: non-nil entries in both parts
+ * @arr: array part
+ * @hash: hash part, linear probing
+ *
+ * Growth allocates new parts from the pool and abandons the old ones.
+ */
+struct ktap_table {
+	raw_spinlock_t		lock;
+	u32			acap;
+	u32			hcap;
+	u32			hused;
+	u32			count;
+	struct ktap_value	*arr;
+	struct ktap_node	*hash;
+};
+
+/* One statistics aggregate: what `s[k] <<< v` accumulates. */
+struct ktap_stat {
+	s64	count;
+	s64	sum;
+	s64	min;
+	s64	max;
+};
+
+/*
+ * Per-CPU statistics table: key -> struct ktap_stat, one table per
+ * possible CPU. `<<<` only touches the current CPU's table; readers
+ * aggregate over all CPUs.
+ */
+struct ktap_ptable {
+	u32			ncpu;
+	struct ktap_table	*cpu[];
+};
+
+/* An upvalue: open (points at a live register) or closed (own copy). */
+struct ktap_upval {
+	struct ktap_value	*v;
+	struct ktap_value	closed;
+	struct ktap_upval	*next;	/* open list of one execution */
+};
+
+struct ktap_closure {
+	u32			proto;
+	u32			nupvals;
+	struct ktap_upval	*upv[];
+};
+
+/* A pairs()/sort_pairs() iterator over a snapshot of a table. */
+struct ktap_iter {
+	u32			n;
+	u32			pos;
+	struct ktap_node	e[];
+};
+
+/* A call frame of the interpreter. */
+struct ktap_frame {
+	struct ktap_closure	*cl;
+	const u32		*pc;		/* resume point in the caller */
+	struct ktap_value	*base;
+	u32			proto;
+	u8			ret_reg;
+	bool			want_ret;
+};
+
+/* Execution area of one CPU (or of the main chunk). */
+struct ktap_ctx {
+	struct ktap_frame	frames[KTAP_MAX_CALL_DEPTH];
+	struct ktap_value	stack[KTAP_STACK_SLOTS];
+	u64			hits;
+	size_t			scratch_used;
+	char			scratch[KTAP_SCRATCH_SIZE] __aligned(8);
+	char			out[KTAP_OUT_SIZE];	/* print/printf record */
+	char			tmp[KTAP_OUT_SIZE];	/* tostring and friends */
+	char			err[KTAP_ERR_SIZE];
+};
+
+/**
+ * struct ktap_vm - one loaded program and its runtime state
+ *
+ * The image fields point into @image, a private verified copy.
+ */
+struct ktap_vm {
+	void				*image;
+	size_t				image_len;
+	const struct ktap_bc_header	*hdr;
+	const struct ktap_bc_proto	*protos;
+	u32				nprotos;
+	struct ktap_value		*consts;
+	u32				nconsts;
+	const char			*strtab;
+	u32				strtab_len;
+	const u32			*code;
+	u32				ncode;
+	const u32			*lines;		/* NULL: no line info */
+	const struct ktap_bc_upval	*upvals;
+	const struct ktap_bc_probe	*probes;
+	u32				nprobes;
+	const u32			*words;
+	u32				nwords;
+	const char			*chunkname;
+
+	/* Globals and closed upvalues: written under @shared_lock. */
+	struct ktap_value		*globals;
+	u32				nglobals;
+	raw_spinlock_t			shared_lock;
+	seqcount_t			shared_seq;
+
+	struct ktap_pool		pool;
+	struct ktap_strset		strs;
+	struct ktap_ctx			**cpu_ctx;	/* [nr_cpu_ids] */
+
+	const struct ktap_host_ops	*host_ops;
+	void				*host;
+	u32				insn_budget;
+
+	atomic_t			halted;		/* exit() or error */
+	atomic_t			failed;		/* first error taken */
+	atomic64_t			recursion;
+	atomic64_t			errors;
+	atomic64_t			drops;
+};
+
+/* Result of a builtin or runtime helper that ends the run without error. */
+#define KTAP_HALT	1
+
+/**
+ * struct ktap_exec - state of one run (main chunk or one firing)
+ * @vm: the session's VM
+ * @ctx: execution area (per-CPU, or the main chunk's own)
+ * @ev: event being handled, or NULL in the main chunk
+ * @main: running the main chunk (process context, preemptible)
+ * @pc: code index of the instruction being run, for error lines
+ * @open: open upvalues of this run, innermost frame first
+ */
+struct ktap_exec {
+	struct ktap_vm		*vm;
+	struct ktap_ctx		*ctx;
+	struct ktap_event	*ev;
+	bool			main;
+	u32			pc;
+	struct ktap_upval	*open;
+};
+
+/*
+ * Table and shared-slot lock. Outside NMI it spins with interrupts off
+ * (the holder is always on another CPU, see the top of this file); in
+ * NMI it only tries, and the caller counts a drop when that fails.
+ */
+static inline bool ktap_spin_trylock_any(raw_spinlock_t *lock,
+					 unsigned long *flags)
+{
+	local_irq_save(*flags);
+	if (unlikely(in_nmi())) {
+		if (raw_spin_trylock(lock))
+			return true;
+		local_irq_restore(*flags);
+		return false;
+	}
+	raw_spin_lock(lock);
+	return true;
+}
+
+DEFINE_LOCK_GUARD_1(ktap_spin, raw_spinlock_t,
+		    raw_spin_lock_irqsave(_T->lock, _T->flags),
+		    raw_spin_unlock_irqrestore(_T->lock, _T->flags),
+		    unsigned long flags)
+DEFINE_LOCK_GUARD_1_COND(ktap_spin, _try,
+			 ktap_spin_trylock_any(_T->lock, &_T->flags))
+
+/* Values. */
+static inline void ktap_set_nil(struct ktap_value *v)
+{
+	v->i = 0;
+	v->type = KTAP_TNIL;
+}
+
+static inline void ktap_set_bool(struct ktap_value *v, bool b)
+{
+	v->i = 0;
+	v->b = b;
+	v->type = KTAP_TBOOL;
+}
+
+static inline void ktap_set_obj(struct ktap_value *v, u32 type, void *p)
+{
+	v->p = p;
+	v->type = type;
+}
+
+static inline bool ktap_truthy(const struct ktap_value *v)
+{
+	return !(v->type == KTAP_TNIL || (v->type == KTAP_TBOOL && !v->b));
+}
+
+/* Event and bound-method values only live for one firing. */
+static inline bool ktap_is_ephemeral(const struct ktap_value *v)
+{
+	return v->type == KTAP_TEVENT || v->type == KTAP_TNATIVE;
+}
+
+const char *ktap_typename(u32 type);
+bool ktap_value_equal(const struct ktap_value *a, const struct ktap_value *b);
+
+/* vm_obj.c */
+int ktap_pool_init(struct ktap_pool *pool, size_t size);
+void ktap_pool_destroy(struct ktap_pool *pool);
+void *ktap_alloc(struct ktap_vm *vm, size_t size);
+int ktap_strset_init(struct ktap_strset *set, size_t mem_limit);
+void ktap_strset_destroy(struct ktap_strset *set);
+u32 ktap_str_hash(struct ktap_vm *vm, const char *s, u32 len);
+struct ktap_str *ktap_str_intern(struct ktap_vm *vm, const char *s, u32 len);
+struct ktap_str *ktap_str_find(struct ktap_vm *vm, const struct ktap_str *s);
+struct ktap_str *ktap_str_temp(struct ktap_exec *x, const char *s, u32 len);
+int ktap_value_persist(struct ktap_vm *vm, struct ktap_value *v);
+
+struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash);
+int ktap_table_get(struct ktap_vm *vm, struct ktap_table *t,
+		   const struct ktap_value *key, struct ktap_value *out);
+int ktap_table_set(struct ktap_vm *vm, struct ktap_table *t,
+		   const struct ktap_value *key, const struct ktap_value *val);
+int ktap_table_inc(struct ktap_vm *vm, struct ktap_table *t,
+		   const struct ktap_value *key, s64 n);
+int ktap_table_len(struct ktap_vm *vm, struct ktap_table *t, s64 *len);
+int ktap_table_count(struct ktap_table *t, s64 *count);
+int ktap_table_clear(struct ktap_table *t);
+struct ktap_iter *ktap_table_iter(struct ktap_vm *vm, struct ktap_table *t,
+				  int *err);
+
+struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm);
+int ktap_ptable_add(struct ktap_vm *vm, struct ktap_ptable *pt,
+		    const struct ktap_value *key, s64 v);
+int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
+		    const struct ktap_value *key, struct ktap_value *out);
+struct ktap_iter *ktap_ptable_iter(struct ktap_vm *vm, struct ktap_ptable *pt,
+				   int *err);
+void ktap_iter_sort(struct ktap_iter *it);
+
+void ktap_shared_read(struct ktap_vm *vm, const struct ktap_value *slot,
+		      struct ktap_value *out);
+int ktap_shared_write(struct ktap_vm *vm, struct ktap_value *slot,
+		      const struct ktap_value *v);
+
+/* vm_exec.c */
+int ktap_rt_error(struct ktap_exec *x, const char *fmt, ...) __printf(2, 3);
+int ktap_obj_error(struct ktap_exec *x, int err);
+void ktap_write(struct ktap_exec *x, const char *buf, size_t len);
+
+/* vm_builtins.c */
+typedef int (*ktap_builtin_fn)(struct ktap_exec *x, struct ktap_value *ret,
+			       struct ktap_value *args, u32 nargs);
+extern const ktap_builtin_fn ktap_builtins[KTAP_BI__COUNT];
+extern const char * const ktap_builtin_names[KTAP_BI__COUNT];
+int ktap_tostring(struct ktap_exec *x, const struct ktap_value *v,
+		  struct seq_buf *s);
+int ktap_event_tostring(struct ktap_exec *x, struct ktap_event *ev,
+			struct ktap_value *ret);
+
+/* Operand table derived from KTAP_OPCODES, for verifier and dispatch. */
+struct ktap_opinfo {
+	const char	*name;
+	u8		fmt;
+	u8		kind[3];
+	u8		flags;
+};
+
+extern const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT];
+
+struct ktap_builtin_info {
+	u8	min;
+	u8	max;
+	u8	flags;
+};
+
+extern const struct ktap_builtin_info ktap_builtin_info[KTAP_BI__COUNT];
+
+#endif /* _KTAP_VM_H */

@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktap VM builtins: the functions of the KTAP_BUILTINS X-macro that
+ * need no tracing code. The dispatch table (ktap_builtins[]) is
+ * generated from the X-macro, so each builtin is one function named
+ * ktap_bi_NAME. Probe-specific values reach them only through the
+ * current event's ktap_event_ops.
+ *
+ * Every builtin may run in NMI: output is formatted into a per-CPU
+ * buffer and handed to host_ops->write in one piece; strings made here
+ * are temporary unless the script stores them.
+ */
+#include <linux/cred.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/seq_buf.h>
+#include <linux/stacktrace.h>
+#include <linux/uaccess.h>
+#include <linux/utsname.h>
+#include "vm.h"
+
+#define KTAP_HIST_ROWS		20
+#define KTAP_HIST_WIDTH		40
+#define KTAP_STACK_DEPTH	32
+#define KTAP_FETCH_MAX		256
+
+static int ktap_bad_arg(struct ktap_exec *x, u32 n, const char *fn,
+			const char *want, const struct ktap_value *got)
+{
+	return ktap_rt_error(x, "bad argument #%u to '%s' (%s expected, got %s)",
+			     n, fn, want, got ? ktap_typename(got->type) : "no value");
+}
+
+static int ktap_ret_str(struct ktap_exec *x, struct ktap_value *ret,
+			const char *s, size_t len)
+{
+	struct ktap_str *str = ktap_str_temp(x, s, min_t(size_t, len, KTAP_STR_MAX));
+
+	if (!str)
+		return ktap_obj_error(x, -ENOMEM);
+	ktap_set_obj(ret, KTAP_TSTR, str);
+	return 0;
+}
+
+/**
+ * ktap_tostring - append the printed form of a value, as print() shows it
+ * @x: the run
+ * @v: the value
+ * @s: output
+ *
+ * Return: 0 or a runtime error.
+ */
+int ktap_tostring(struct ktap_exec *x, const struct ktap_value *v,
+		  struct seq_buf *s)
+{
+	struct ktap_event *ev;
+	int err;
+
+	switch (v->type) {
+	case KTAP_TNIL:
+		seq_buf_puts(s, "nil");
+		break;
+	case KTAP_TBOOL:
+		seq_buf_puts(s, v->b ? "true" : "false");
+		break;
+	case KTAP_TINT:
+		seq_buf_printf(s, "%lld", v->i);
+		break;
+	case KTAP_TSTR:
+		seq_buf_puts(s, v->s->data);
+		break;
+	case KTAP_TSTAT:
+		seq_buf_printf(s, "%lld", ((struct ktap_stat *)v->p)->count);
+		break;
+	case KTAP_TEVENT:
+		ev = v->p;
+		if (!ev->ops || !ev->ops->tostring)
+			return ktap_rt_error(x, "event cannot be printed");
+		err = ev->ops->tostring(x->vm, ev, s);
+		if (err)
+			return ktap_rt_error(x, "cannot print event (%d)", err);
+		break;
+	default:
+		seq_buf_printf(s, "%s: %p", ktap_typename(v->type), v->p);
+		break;
+	}
+	return 0;
+}
+
+/* Write a record built in ctx->out, making sure it ends with @end. */
+static void ktap_flush(struct ktap_exec *x, struct seq_buf *s, char end)
+{
+	size_t n = seq_buf_used(s);
+
+	if (end && seq_buf_has_overflowed(s) && n)
+		x->ctx->out[n - 1] = end;
+	ktap_write(x, x->ctx->out, n);
+}
+
+static int ktap_bi_print(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	struct seq_buf s;
+	u32 i;
+	int err;
+
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	for (i = 0; i < nargs; i++) {
+		if (i)
+			seq_buf_putc(&s, '\t');
+		err = ktap_tostring(x, &args[i], &s);
+		if (err)
+			return err;
+	}
+	seq_buf_putc(&s, '\n');
+	ktap_flush(x, &s, '\n');
+	return 0;
+}
+
+/*
+ * printf: our own parser; each conversion is re-emitted as a validated
+ * spec (flags, width and precision bounded) for vsnprintf with a
+ * 64-bit argument of the right type.
+ */
+static int ktap_format_one(struct ktap_exec *x, struct seq_buf *s,
+			   char *spec, char conv, const struct ktap_value *v,
+			   u32 argn)
+{
+	size_t k = strlen(spec);
+	struct seq_buf t;
+	int err;
+
+	switch (conv) {
+	case 'd':
+	case 'i':
+	case 'u':
+	case 'x':
+	case 'X':
+	case 'c':
+	case 'p':
+		if (!v || v->type != KTAP_TINT)
+			return ktap_bad_arg(x, argn, "printf", "number", v);
+		if (conv == 'c') {
+			strscpy(spec + k, "c", 2);
+			seq_buf_printf(s, spec, (int)(unsigned char)v->i);
+			return 0;
+		}
+		if (conv == 'p') {
+			strscpy(spec + k, "llx", 4);
+			seq_buf_puts(s, "0x");
+		} else {
+			spec[k++] = 'l';
+			spec[k++] = 'l';
+			spec[k++] = conv == 'i' ? 'd' : conv;
+			spec[k] = '\0';
+		}
+		seq_buf_printf(s, spec, v->i);
+		return 0;
+	case 's':
+		if (!v)
+			return ktap_bad_arg(x, argn, "printf", "value", v);
+		strscpy(spec + k, "s", 2);
+		if (v->type == KTAP_TSTR) {
+			seq_buf_printf(s, spec, v->s->data);
+			return 0;
+		}
+		seq_buf_init(&t, x->ctx->tmp, sizeof(x->ctx->tmp) - 1);
+		err = ktap_tostring(x, v, &t);
+		if (err)
+			return err;
+		x->ctx->tmp[seq_buf_used(&t)] = '\0';
+		seq_buf_printf(s, spec, x->ctx->tmp);
+		return 0;
+	default:
+		return ktap_rt_error(x, "printf: invalid conversion '%%%c'",
+				     conv);
+	}
+}
+
+static int ktap_format(struct ktap_exec *x, struct seq_buf *s,
+		       const struct ktap_str *fmt, struct ktap_value *args,
+		       u32 nargs)
+{
+	const char *p = fmt->data, *end = p + fmt->len;
+	char spec[32];
+	u32 argi = 0, num;
+	size_t k;
+	int err;
+
+	while (p < end) {
+		if (*p != '%') {
+			seq_buf_putc(s, *p++);
+			continue;
+		}
+		if (++p < end && *p == '%') {
+			seq_buf_putc(s, *p++);
+			continue;
+		}
+		k = 0;
+		spec[k++] = '%';
+		while (p < end && strchr("-0+ #", *p) && k < 8)
+			spec[k++] = *p++;
+		for (num = 0; p < end && isdigit(*p); p++) {
+			num = num * 10 + (*p - '0');
+			if (num > 255)
+				return ktap_rt_error(x, "printf: width too large");
+		}
+		if (num)
+			k += scnprintf(spec + k, sizeof(spec) - k, "%u", num);
+		if (p < end && *p == '.') {
+			p++;
+			for (num = 0; p < end && isdigit(*p); p++) {
+				num = num * 10 + (*p - '0');
+				if (num > 255)
+					return ktap_rt_error(x, "printf: precision too large");
+			}
+			k += scnprintf(spec + k, sizeof(spec) - k, ".%u", num);
+		}
+		while (p < end && strchr("hlqjzt", *p))
+			p++;
+		if (p >= end)
+			return ktap_rt_error(x, "printf: incomplete conversion");
+		spec[k] = '\0';
+		err = ktap_format_one(x, s, spec, *p++,
+				      argi < nargs ? &args[argi] : NULL,
+				      argi + 2);
+		if (err)
+			return err;
+		argi++;
+	}
+	return 0;
+}
+
+static int ktap_bi_printf(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	struct seq_buf s;
+	int err;
+
+	if (args[0].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 1, "printf", "string", &args[0]);
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	err = ktap_format(x, &s, args[0].s, args + 1, nargs - 1);
+	if (err)
+		return err;
+	ktap_flush(x, &s, 0);
+	return 0;
+}
+
+static int ktap_bi_len(struct ktap_exec *x, struct ktap_value *ret,
+		       struct ktap_value *args, u32 nargs)
+{
+	s64 n;
+	int err;
+
+	switch (args[0].type) {
+	case KTAP_TSTR:
+		ktap_value_int(ret, args[0].s->len);
+		return 0;
+	case KTAP_TTABLE:
+		err = ktap_table_len(x->vm, args[0].p, &n);
+		if (err)
+			return ktap_obj_error(x, err);
+		ktap_value_int(ret, n);
+		return 0;
+	default:
+		return ktap_bad_arg(x, 1, "len", "string or table", &args[0]);
+	}
+}
+
+static int ktap_bi_delete(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	struct ktap_value nil;
+	int err;
+
+	if (args[0].type != KTAP_TTABLE)
+		return ktap_bad_arg(x, 1, "delete", "table", &args[0]);
+	ktap_set_nil(&nil);
+	if (nargs == 1)
+		err = ktap_table_clear(args[0].p);
+	else
+		err = ktap_table_set(x->vm, args[0].p, &args[1], &nil);
+	return err ? ktap_obj_error(x, err) : 0;
+}
+
+static struct ktap_iter *ktap_iter_of(struct ktap_exec *x,
+				      const struct ktap_value *t,
+				      const char *fn, int *err)
+{
+	struct ktap_iter *it;
+
+	if (t->type == KTAP_TTABLE) {
+		it = ktap_table_iter(x->vm, t->p, err);
+	} else if (t->type == KTAP_TPTABLE) {
+		it = ktap_ptable_iter(x->vm, t->p, err);
+	} else {
+		*err = ktap_bad_arg(x, 1, fn, "table", t);
+		return NULL;
+	}
+	if (!it && *err != -EINVAL)
+		*err = ktap_obj_error(x, *err);
+	return it;
+}
+
+static int ktap_bi_table_count(struct ktap_exec *x, struct ktap_value *ret,
+			       struct ktap_value *args, u32 nargs)
+{
+	struct ktap_iter *it;
+	s64 n;
+	int err;
+
+	if (args[0].type == KTAP_TTABLE) {
+		ktap_table_count(args[0].p, &n);
+		ktap_value_int(ret, n);
+		return 0;
+	}
+	it = ktap_iter_of(x, &args[0], "table_count", &err);
+	if (!it)
+		return err;
+	ktap_value_int(ret, it->n);
+	return 0;
+}
+
+static int ktap_bi_pairs(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	struct ktap_iter *it;
+	int err;
+
+	it = ktap_iter_of(x, &args[0], "pairs", &err);
+	if (!it)
+		return err;
+	ktap_set_obj(ret, KTAP_TITER, it);
+	return 0;
+}
+
+/*
+ * sort_pairs(t): by value, descending (statistics by count), ties by
+ * key. A comparison closure is not supported yet: calling back into
+ * the interpreter from lib/sort.c would need a re-entrant run.
+ */
+static int ktap_bi_sort_pairs(struct ktap_exec *x, struct ktap_value *ret,
+			      struct ktap_value *args, u32 nargs)
+{
+	struct ktap_iter *it;
+	int err;
+
+	if (nargs > 1 && args[1].type != KTAP_TNIL)
+		return ktap_rt_error(x, "sort_pairs: a comparison function is not supported");
+	it = ktap_iter_of(x, &args[0], "sort_pairs", &err);
+	if (!it)
+		return err;
+	ktap_iter_sort(it);
+	ktap_set_obj(ret, KTAP_TITER, it);
+	return 0;
+}
+
+static int ktap_bi_exit(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	struct ktap_vm *vm = x->vm;
+
+	atomic_set(&vm->halted, 1);
+	if (vm->host_ops && vm->host_ops->exit)
+		vm->host_ops->exit(vm->host);
+	return KTAP_HALT;
+}
+
+static int ktap_bi_cpu(struct ktap_exec *x, struct ktap_value *ret,
+		       struct ktap_value *args, u32 nargs)
+{
+	ktap_value_int(ret, raw_smp_processor_id());
+	return 0;
+}
+
+static int ktap_bi_pid(struct ktap_exec *x, struct ktap_value *ret,
+		       struct ktap_value *args, u32 nargs)
+{
+	ktap_value_int(ret, task_tgid_nr(current));
+	return 0;
+}
+
+static int ktap_bi_tid(struct ktap_exec *x, struct ktap_value *ret,
+		       struct ktap_value *args, u32 nargs)
+{
+	ktap_value_int(ret, task_pid_nr(current));
+	return 0;
+}
+
+static int ktap_bi_uid(struct ktap_exec *x, struct ktap_value *ret,
+		       struct ktap_value *args, u32 nargs)
+{
+	ktap_value_int(ret, from_kuid_munged(&init_user_ns, current_uid()));
+	return 0;
+}
+
+/* execname is interned: the set of names is small and it keys tables. */
+static int ktap_bi_execname(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	const char *comm = current->comm;
+	size_t len = strnlen(comm, TASK_COMM_LEN);
+	struct ktap_str *s = ktap_str_intern(x->vm, comm, len);
+
+	if (!s)
+		return ktap_ret_str(x, ret, comm, len);
+	ktap_set_obj(ret, KTAP_TSTR, s);
+	return 0;
+}
+
+static int ktap_bi_arch(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	const char *m = init_utsname()->machine;
+
+	return ktap_ret_str(x, ret, m, strlen(m));
+}
+
+static int ktap_bi_kernel_v(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	const char *r = init_utsname()->release;
+
+	return ktap_ret_str(x, ret, r, strlen(r));
+}
+
+static int ktap_bi_num_cpus(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	ktap_value_int(ret, num_online_cpus());
+	return 0;
+}
+
+static int ktap_bi_in_interrupt(struct ktap_exec *x, struct ktap_value *ret,
+				struct ktap_value *args, u32 nargs)
+{
+	ktap_set_bool(ret, in_interrupt());
+	return 0;
+}
+
+static int ktap_bi_in_iowait(struct ktap_exec *x, struct ktap_value *ret,
+			     struct ktap_value *args, u32 nargs)
+{
+	ktap_set_bool(ret, current->in_iowait);
+	return 0;
+}
+
+static int ktap_time(struct ktap_value *ret, u64 div)
+{
+	ktap_value_int(ret, div64_u64(ktime_get_real_fast_ns(), div));
+	return 0;
+}
+
+static int ktap_bi_gettimeofday_ns(struct ktap_exec *x, struct ktap_value *ret,
+				   struct ktap_value *args, u32 nargs)
+{
+	return ktap_time(ret, 1);
+}
+
+static int ktap_bi_gettimeofday_us(struct ktap_exec *x, struct ktap_value *ret,
+				   struct ktap_value *args, u32 nargs)
+{
+	return ktap_time(ret, NSEC_PER_USEC);
+}
+
+static int ktap_bi_gettimeofday_ms(struct ktap_exec *x, struct ktap_value *ret,
+				   struct ktap_value *args, u32 nargs)
+{
+	return ktap_time(ret, NSEC_PER_MSEC);
+}
+
+static int ktap_bi_gettimeofday_s(struct ktap_exec *x, struct ktap_value *ret,
+				  struct ktap_value *args, u32 nargs)
+{
+	return ktap_time(ret, NSEC_PER_SEC);
+}
+
+static int ktap_bi_inplace_inc(struct ktap_exec *x, struct ktap_value *ret,
+			       struct ktap_value *args, u32 nargs)
+{
+	s64 n = 1;
+	int err;
+
+	if (args[0].type != KTAP_TTABLE)
+		return ktap_bad_arg(x, 1, "inplace_inc", "table", &args[0]);
+	if (nargs > 2) {
+		if (args[2].type != KTAP_TINT)
+			return ktap_bad_arg(x, 3, "inplace_inc", "number", &args[2]);
+		n = args[2].i;
+	}
+	err = ktap_table_inc(x->vm, args[0].p, &args[1], n);
+	if (err == -EINVAL)
+		return ktap_rt_error(x, "invalid table key (a %s value)",
+				     ktap_typename(args[1].type));
+	return err ? ktap_obj_error(x, err) : 0;
+}
+
+/*
+ * The DTrace-style chart of the original ktap:
+ *
+ *            value ------------- Distribution ------------- count
+ *    sys_enter_open |@@@@@@@@                               587779
+ *
+ * rows sorted by count, descending; the bar is count * 40 / total,
+ * where total counts every entry, shown or not.
+ */
+static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
+			  u32 nargs, const char *fn)
+{
+	u32 rows = KTAP_HIST_ROWS, r, n;
+	char bar[KTAP_HIST_WIDTH + 1];
+	struct ktap_iter *it;
+	struct seq_buf s, key;
+	u64 total = 0, v, w;
+	int err;
+
+	if (nargs > 1) {
+		if (args[1].type != KTAP_TINT || args[1].i < 1)
+			return ktap_bad_arg(x, 2, fn, "positive number", &args[1]);
+		rows = min_t(s64, args[1].i, U32_MAX);
+	}
+	it = ktap_iter_of(x, &args[0], fn, &err);
+	if (!it)
+		return err;
+	ktap_iter_sort(it);
+	for (r = 0; r < it->n; r++) {
+		const struct ktap_value *val = &it->e[r].val;
+
+		if (val->type == KTAP_TINT && val->i > 0)
+			total += val->i;
+		else if (val->type == KTAP_TSTAT)
+			total += ((struct ktap_stat *)val->p)->count;
+	}
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	seq_buf_puts(&s, "            value ------------- Distribution ------------- count\n");
+	ktap_flush(x, &s, '\n');
+	for (r = 0, n = 0; r < it->n && n < rows; r++) {
+		const struct ktap_value *val = &it->e[r].val;
+
+		if (val->type == KTAP_TINT)
+			v = val->i > 0 ? val->i : 0;
+		else if (val->type == KTAP_TSTAT)
+			v = ((struct ktap_stat *)val->p)->count;
+		else
+			continue;
+		w = total ? div64_u64(v > U64_MAX / KTAP_HIST_WIDTH ?
+				      U64_MAX : v * KTAP_HIST_WIDTH, total) : 0;
+		w = min_t(u64, w, KTAP_HIST_WIDTH);
+		memset(bar, '@', w);
+		bar[w] = '\0';
+		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp) - 1);
+		err = ktap_tostring(x, &it->e[r].key, &key);
+		if (err)
+			return err;
+		x->ctx->tmp[seq_buf_used(&key)] = '\0';
+		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+		seq_buf_printf(&s, "%18s |%-38s %llu\n", x->ctx->tmp, bar, v);
+		ktap_flush(x, &s, '\n');
+		n++;
+	}
+	return 0;
+}
+
+static int ktap_bi_histogram(struct ktap_exec *x, struct ktap_value *ret,
+			     struct ktap_value *args, u32 nargs)
+{
+	return ktap_histogram(x, args, nargs, "histogram");
+}
+
+static int ktap_bi_print_hist(struct ktap_exec *x, struct ktap_value *ret,
+			      struct ktap_value *args, u32 nargs)
+{
+	return ktap_histogram(x, args, nargs, "print_hist");
+}
+
+static int ktap_bi_ptable(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	struct ktap_ptable *pt = ktap_ptable_new(x->vm);
+
+	if (!pt)
+		return ktap_obj_error(x, -ENOMEM);
+	ktap_set_obj(ret, KTAP_TPTABLE, pt);
+	return 0;
+}
+
+/* Readers of a statistic; an absent key (nil) reads as 0. */
+static int ktap_stat_arg(struct ktap_exec *x, struct ktap_value *args,
+			 const char *fn, struct ktap_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (args[0].type == KTAP_TNIL)
+		return 0;
+	if (args[0].type != KTAP_TSTAT)
+		return ktap_bad_arg(x, 1, fn, "statistic", &args[0]);
+	*st = *(struct ktap_stat *)args[0].p;
+	return 0;
+}
+
+#define KTAP_STAT_READER(name, expr)					\
+static int ktap_bi_##name(struct ktap_exec *x, struct ktap_value *ret,	\
+			  struct ktap_value *args, u32 nargs)		\
+{									\
+	struct ktap_stat st;						\
+	int err = ktap_stat_arg(x, args, #name, &st);			\
+									\
+	if (!err)							\
+		ktap_value_int(ret, expr);				\
+	return err;							\
+}
+
+KTAP_STAT_READER(count, st.count)
+KTAP_STAT_READER(sum, st.sum)
+KTAP_STAT_READER(avg, st.count ? div64_s64(st.sum, st.count) : 0)
+KTAP_STAT_READER(min, st.min)
+KTAP_STAT_READER(max, st.max)
+
+static void ktap_stack_text(struct seq_buf *s, u32 depth)
+{
+	unsigned long entries[KTAP_STACK_DEPTH];
+	unsigned int n, k;
+
+	n = stack_trace_save(entries, min_t(u32, depth, KTAP_STACK_DEPTH), 2);
+	for (k = 0; k < n; k++)
+		seq_buf_printf(s, " %pS\n", (void *)entries[k]);
+}
+
+static int ktap_bi_stack(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	u32 depth = KTAP_STACK_DEPTH;
+	struct seq_buf s;
+
+	if (nargs && args[0].type == KTAP_TINT && args[0].i > 0)
+		depth = min_t(s64, args[0].i, KTAP_STACK_DEPTH);
+	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
+	ktap_stack_text(&s, depth);
+	return ktap_ret_str(x, ret, x->ctx->tmp, seq_buf_used(&s));
+}
+
+static int ktap_bi_print_backtrace(struct ktap_exec *x, struct ktap_value *ret,
+				   struct ktap_value *args, u32 nargs)
+{
+	struct seq_buf s;
+
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	ktap_stack_text(&s, KTAP_STACK_DEPTH);
+	ktap_flush(x, &s, '\n');
+	return 0;
+}
+
+static int ktap_bi_kdebug_dumpstack(struct ktap_exec *x, struct ktap_value *ret,
+				    struct ktap_value *args, u32 nargs)
+{
+	return ktap_bi_print_backtrace(x, ret, args, nargs);
+}
+
+/* Copy a NUL-terminated string without faulting, one page at a time. */
+static long ktap_fetch(char *dst, unsigned long addr, bool user)
+{
+	long n = 0, chunk;
+	char *nul;
+
+	while (n < KTAP_FETCH_MAX - 1) {
+		chunk = min_t(long, KTAP_FETCH_MAX - 1 - n,
+			      PAGE_SIZE - offset_in_page(addr + n));
+		if (user ? copy_from_user_nofault(dst + n,
+						  (const void __user *)(addr + n),
+						  chunk) :
+			   copy_from_kernel_nofault(dst + n,
+						    (const void *)(addr + n),
+						    chunk))
+			return -EFAULT;
+		nul = memchr(dst + n, '\0', chunk);
+		if (nul)
+			return nul - dst;
+		n += chunk;
+	}
+	return n;
+}
+
+static int ktap_string_from(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, bool user)
+{
+	long n;
+
+	if (args[0].type != KTAP_TINT)
+		return ktap_bad_arg(x, 1, user ? "user_string" : "kernel_string",
+				    "number", &args[0]);
+	n = ktap_fetch(x->ctx->tmp, (unsigned long)args[0].i, user);
+	if (n < 0)
+		return 0;	/* unreadable: nil */
+	return ktap_ret_str(x, ret, x->ctx->tmp, n);
+}
+
+static int ktap_bi_kernel_string(struct ktap_exec *x, struct ktap_value *ret,
+				 struct ktap_value *args, u32 nargs)
+{
+	return ktap_string_from(x, ret, args, false);
+}
+
+static int ktap_bi_user_string(struct ktap_exec *x, struct ktap_value *ret,
+			       struct ktap_value *args, u32 nargs)
+{
+	return ktap_string_from(x, ret, args, true);
+}
+
+static int ktap_bi_curr_taskinfo(struct ktap_exec *x, struct ktap_value *ret,
+				 struct ktap_value *args, u32 nargs)
+{
+	struct task_struct *t = current;
+	const char *f;
+
+	if (args[0].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 1, "curr_taskinfo", "string", &args[0]);
+	f = args[0].s->data;
+	if (!strcmp(f, "pid"))
+		ktap_value_int(ret, task_pid_nr(t));
+	else if (!strcmp(f, "tgid"))
+		ktap_value_int(ret, task_tgid_nr(t));
+	else if (!strcmp(f, "prio"))
+		ktap_value_int(ret, t->prio);
+	else if (!strcmp(f, "static_prio"))
+		ktap_value_int(ret, t->static_prio);
+	else if (!strcmp(f, "normal_prio"))
+		ktap_value_int(ret, t->normal_prio);
+	else if (!strcmp(f, "policy"))
+		ktap_value_int(ret, t->policy);
+	else if (!strcmp(f, "state"))
+		ktap_value_int(ret, READ_ONCE(t->__state));
+	else if (!strcmp(f, "flags"))
+		ktap_value_int(ret, t->flags);
+	else if (!strcmp(f, "comm"))
+		return ktap_bi_execname(x, ret, args, 0);
+	else
+		return ktap_rt_error(x, "curr_taskinfo: unknown field '%s'", f);
+	return 0;
+}
+
+static int ktap_bi_print_trace_clock(struct ktap_exec *x, struct ktap_value *ret,
+				     struct ktap_value *args, u32 nargs)
+{
+	struct seq_buf s;
+
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	seq_buf_printf(&s, "%llu\n", local_clock());
+	ktap_flush(x, &s, '\n');
+	return 0;
+}
+
+static int ktap_bi_probename(struct ktap_exec *x, struct ktap_value *ret,
+			     struct ktap_value *args, u32 nargs)
+{
+	const char *name = x->ev->name ?: "";
+	size_t len = strlen(name);
+	struct ktap_str *s = ktap_str_intern(x->vm, name, len);
+
+	if (!s)
+		return ktap_ret_str(x, ret, name, len);
+	ktap_set_obj(ret, KTAP_TSTR, s);
+	return 0;
+}
+
+static int ktap_bi_argstr(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	return ktap_event_tostring(x, x->ev, ret);
+}
+
+static int ktap_bi_argn(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	struct ktap_event *ev = x->ev;
+	int err;
+
+	if (args[0].type != KTAP_TINT || args[0].i < 0 || args[0].i > 9)
+		return ktap_bad_arg(x, 1, "argn", "number 0..9", &args[0]);
+	if (!ev->ops || !ev->ops->arg)
+		return ktap_rt_error(x, "this event has no positional arguments");
+	err = ev->ops->arg(x->vm, ev, args[0].i, ret);
+	if (err == -ENOENT) {
+		ktap_set_nil(ret);
+		return 0;
+	}
+	return err ? ktap_rt_error(x, "cannot read arg%lld (%d)",
+				   args[0].i, err) : 0;
+}
+
+static int ktap_bi_tostring(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	struct seq_buf s;
+	int err;
+
+	if (args[0].type == KTAP_TSTR) {
+		*ret = args[0];
+		return 0;
+	}
+	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
+	err = ktap_tostring(x, &args[0], &s);
+	if (err)
+		return err;
+	return ktap_ret_str(x, ret, x->ctx->tmp, seq_buf_used(&s));
+}
+
+static int ktap_bi_tonumber(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	s64 v;
+
+	if (args[0].type == KTAP_TINT)
+		*ret = args[0];
+	else if (args[0].type == KTAP_TSTR && !kstrtoll(args[0].s->data, 0, &v))
+		ktap_value_int(ret, v);
+	return 0;
+}
+
+#define __KTAP_BIFN(name, ...)	\
+	[KTAP_BI_##name] = ktap_bi_##name,
+const ktap_builtin_fn ktap_builtins[KTAP_BI__COUNT] = {
+	KTAP_BUILTINS(__KTAP_BIFN)
+};
+
+#undef __KTAP_BIFN

@@ -1,0 +1,1027 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktap VM interpreter.
+ *
+ * A register machine over verified bytecode (vm_load.c) with
+ * computed-goto dispatch; the jump table is generated from the
+ * KTAP_OPCODES X-macro. Each opcode body is a line or two; slow paths
+ * (errors, table access, concatenation, calls into native code) are out
+ * of line.
+ *
+ * Runs:
+ *  - ktap_vm_run_main(): the main chunk, in process context, with its
+ *    own register stack, KTAP_MAIN_BUDGET instructions, rescheduling
+ *    and signal checks every KTAP_MAIN_SLICE instructions.
+ *  - ktap_vm_fire(): a handler, in probe context (any context up to
+ *    NMI), on the per-CPU register stack, with the session's budget.
+ *    A per-CPU guard admits one run per CPU: a probe that fires while
+ *    ktap runs on that CPU is counted in stats.recursion and skipped.
+ *
+ * The budget is counted per instruction: one decrement and a compare
+ * that also serves as the main chunk's rescheduling point.
+ *
+ * Runtime errors record the session's first error, print one line
+ * "ktap: error: FILE:LINE: message" through host_ops->write and ask the
+ * session to stop through host_ops->exit; they never WARN.
+ */
+#include <linux/compiler.h>
+#include <linux/math64.h>
+#include <linux/percpu.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/seq_buf.h>
+#include <linux/vmalloc.h>
+#include "vm.h"
+
+#define KTAP_MAIN_SLICE		65536
+
+/* The run (if any) on this CPU; also the recursion guard. */
+static DEFINE_PER_CPU(struct ktap_exec *, ktap_running);
+
+/**
+ * ktap_rt_error - record a runtime error message for the current run
+ * @x: the run
+ * @fmt: message format
+ *
+ * Return: -EINVAL, for the caller to pass up to the interpreter, which
+ * reports it with the script position.
+ */
+int ktap_rt_error(struct ktap_exec *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vscnprintf(x->ctx->err, sizeof(x->ctx->err), fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/**
+ * ktap_obj_error - turn an error of vm_obj.c into a runtime error
+ * @x: the run
+ * @err: negative errno from a table, string or pool operation
+ *
+ * -EBUSY (lock contended in NMI) is passed through: the run ends
+ * silently and is counted as a drop.
+ *
+ * Return: a negative errno.
+ */
+int ktap_obj_error(struct ktap_exec *x, int err)
+{
+	switch (err) {
+	case -EBUSY:
+		return err;
+	case -ENOMEM:
+		return ktap_rt_error(x, "out of memory (session pool of %zu KB)",
+				     x->vm->pool.size >> 10);
+	case -EPERM:
+		return ktap_rt_error(x, "an event can only be used while its handler runs");
+	case -EDOM:
+		return ktap_rt_error(x, "table value is not a number");
+	default:
+		return ktap_rt_error(x, "invalid table key");
+	}
+}
+
+void ktap_write(struct ktap_exec *x, const char *buf, size_t len)
+{
+	const struct ktap_host_ops *ops = x->vm->host_ops;
+
+	if (ops && ops->write && len)
+		ops->write(x->vm->host, buf, len);
+}
+
+static void ktap_halt(struct ktap_vm *vm)
+{
+	atomic_set(&vm->halted, 1);
+	if (vm->host_ops && vm->host_ops->exit)
+		vm->host_ops->exit(vm->host);
+}
+
+/* Report the error of run @x; the first error of a session is printed. */
+static void ktap_report(struct ktap_exec *x, int err)
+{
+	struct ktap_vm *vm = x->vm;
+	u32 line = 0;
+	int n;
+
+	if (err == -EBUSY) {
+		atomic64_inc(&vm->drops);
+		return;
+	}
+	atomic64_inc(&vm->errors);
+	if (!atomic_xchg(&vm->failed, 1)) {
+		if (vm->lines && x->pc < vm->ncode)
+			line = vm->lines[x->pc];
+		n = scnprintf(x->ctx->out, sizeof(x->ctx->out),
+			      "ktap: error: %s:%u: %s\n", vm->chunkname, line,
+			      x->ctx->err);
+		ktap_write(x, x->ctx->out, n);
+	}
+	ktap_halt(vm);
+}
+
+/*
+ * Upvalues. In the main chunk (single-threaded, before any probe is
+ * attached) a closure shares its enclosing function's live register
+ * until that function returns, as in Lua. In a handler a closure
+ * captures the current value: its upvalues may be read on other CPUs
+ * as soon as it is stored, and a register of this CPU's stack must
+ * never be visible there.
+ */
+static struct ktap_upval *ktap_capture(struct ktap_exec *x,
+				       struct ktap_value *reg,
+				       struct ktap_value *base)
+{
+	struct ktap_upval *uv;
+
+	if (x->main) {
+		for (uv = x->open; uv && uv->v >= base; uv = uv->next)
+			if (uv->v == reg)
+				return uv;
+	}
+	uv = ktap_alloc(x->vm, sizeof(*uv));
+	if (!uv)
+		return NULL;
+	if (x->main) {
+		uv->v = reg;
+		uv->next = x->open;
+		x->open = uv;
+		return uv;
+	}
+	uv->closed = *reg;
+	if (ktap_value_persist(x->vm, &uv->closed))
+		ktap_set_nil(&uv->closed);
+	uv->v = &uv->closed;
+	return uv;
+}
+
+/* Close the open upvalues pointing at or above @base. */
+static void ktap_close_upvals(struct ktap_exec *x, struct ktap_value *base)
+{
+	struct ktap_upval *uv;
+
+	while (x->open && x->open->v >= base) {
+		uv = x->open;
+		x->open = uv->next;
+		uv->closed = *uv->v;
+		if (ktap_value_persist(x->vm, &uv->closed))
+			ktap_set_nil(&uv->closed);
+		uv->v = &uv->closed;
+	}
+}
+
+static struct ktap_closure *ktap_new_closure(struct ktap_exec *x,
+					     struct ktap_closure *cl,
+					     u32 proto, struct ktap_value *base)
+{
+	const struct ktap_bc_proto *p = &x->vm->protos[proto];
+	struct ktap_closure *ncl;
+	u32 j;
+
+	ncl = ktap_alloc(x->vm, struct_size(ncl, upv, p->nupvals));
+	if (!ncl)
+		return NULL;
+	ncl->proto = proto;
+	ncl->nupvals = p->nupvals;
+	for (j = 0; j < p->nupvals; j++) {
+		const struct ktap_bc_upval *d = &x->vm->upvals[p->upval_start + j];
+
+		if (d->in_stack)
+			ncl->upv[j] = ktap_capture(x, &base[d->index], base);
+		else
+			ncl->upv[j] = cl->upv[d->index];
+		if (!ncl->upv[j])
+			return NULL;
+	}
+	return ncl;
+}
+
+/* Slow paths of the interpreter. */
+
+static noinline int ktap_arith_error(struct ktap_exec *x,
+				     const struct ktap_value *b,
+				     const struct ktap_value *c)
+{
+	const struct ktap_value *bad = b->type != KTAP_TINT ? b : c;
+
+	return ktap_rt_error(x, "attempt to perform arithmetic on a %s value",
+			     ktap_typename(bad->type));
+}
+
+static noinline int ktap_div(struct ktap_exec *x, u32 op, s64 b, s64 c,
+			     s64 *res)
+{
+	if (!c)
+		return ktap_rt_error(x, op == KTAP_OP_DIV || op == KTAP_OP_DIVK ?
+				     "division by zero" : "modulo by zero");
+	if (c == -1) {	/* S64_MIN / -1 overflows: wrap like the others */
+		*res = op == KTAP_OP_DIV || op == KTAP_OP_DIVK ?
+		       (s64)(0 - (u64)b) : 0;
+		return 0;
+	}
+	if (op == KTAP_OP_DIV || op == KTAP_OP_DIVK)
+		*res = div64_s64(b, c);
+	else
+		*res = b - div64_s64(b, c) * c;
+	return 0;
+}
+
+static noinline int ktap_event_field(struct ktap_exec *x,
+				     struct ktap_event *ev,
+				     const struct ktap_str *name,
+				     struct ktap_value *out)
+{
+	int err;
+
+	if (!strcmp(name->data, "tostring")) {
+		ktap_set_obj(out, KTAP_TNATIVE, ev);
+		return 0;
+	}
+	if (!strcmp(name->data, "set_retval")) {
+		ktap_set_obj(out, KTAP_TNATIVE, (void *)((unsigned long)ev | 1));
+		return 0;
+	}
+	if (!ev->ops || !ev->ops->field)
+		return ktap_rt_error(x, "event has no field '%s'", name->data);
+	ktap_set_nil(out);
+	err = ev->ops->field(x->vm, ev, name->data, name->len, out);
+	if (err == -ENOENT)
+		return ktap_rt_error(x, "event has no field '%s'", name->data);
+	if (err)
+		return ktap_rt_error(x, "cannot read event field '%s' (%d)",
+				     name->data, err);
+	return 0;
+}
+
+/* R(A) := obj[key]; @obj, @key are copies, @out may alias registers. */
+static noinline int ktap_index(struct ktap_exec *x, struct ktap_value obj,
+			       struct ktap_value key, struct ktap_value *out)
+{
+	int err;
+
+	switch (obj.type) {
+	case KTAP_TTABLE:
+		err = ktap_table_get(x->vm, obj.p, &key, out);
+		break;
+	case KTAP_TPTABLE:
+		err = ktap_ptable_get(x->vm, obj.p, &key, out);
+		break;
+	case KTAP_TEVENT:
+		if (key.type != KTAP_TSTR)
+			return ktap_rt_error(x, "event fields are indexed by name");
+		return ktap_event_field(x, obj.p, key.s, out);
+	default:
+		return ktap_rt_error(x, "attempt to index a %s value",
+				     ktap_typename(obj.type));
+	}
+	if (err == -EINVAL)
+		return ktap_rt_error(x, "invalid table key (a %s value)",
+				     ktap_typename(key.type));
+	return err ? ktap_obj_error(x, err) : 0;
+}
+
+static noinline int ktap_newindex(struct ktap_exec *x,
+				  const struct ktap_value *obj,
+				  const struct ktap_value *key,
+				  const struct ktap_value *val)
+{
+	int err;
+
+	if (obj->type == KTAP_TPTABLE)
+		return ktap_rt_error(x, "a ptable is updated with <<<");
+	if (obj->type != KTAP_TTABLE)
+		return ktap_rt_error(x, "attempt to index a %s value",
+				     ktap_typename(obj->type));
+	err = ktap_table_set(x->vm, obj->p, key, val);
+	if (err == -EINVAL)
+		return ktap_rt_error(x, "invalid table key (a %s value)",
+				     ktap_typename(key->type));
+	return err ? ktap_obj_error(x, err) : 0;
+}
+
+static noinline int ktap_inctable(struct ktap_exec *x,
+				  const struct ktap_value *obj,
+				  const struct ktap_value *key,
+				  const struct ktap_value *n, bool aggr)
+{
+	int err;
+
+	if (n->type != KTAP_TINT)
+		return ktap_arith_error(x, n, n);
+	if (aggr && obj->type != KTAP_TPTABLE)
+		return ktap_rt_error(x, "<<< needs a ptable, not a %s value",
+				     ktap_typename(obj->type));
+	if (!aggr && obj->type != KTAP_TTABLE)
+		return ktap_rt_error(x, "attempt to index a %s value",
+				     ktap_typename(obj->type));
+	if (aggr)
+		err = ktap_ptable_add(x->vm, obj->p, key, n->i);
+	else
+		err = ktap_table_inc(x->vm, obj->p, key, n->i);
+	if (err == -EINVAL)
+		return ktap_rt_error(x, "invalid table key (a %s value)",
+				     ktap_typename(key->type));
+	return err ? ktap_obj_error(x, err) : 0;
+}
+
+static int ktap_append(struct ktap_exec *x, struct seq_buf *s,
+		       const struct ktap_value *v)
+{
+	if (v->type == KTAP_TSTR)
+		seq_buf_puts(s, v->s->data);
+	else if (v->type == KTAP_TINT)
+		seq_buf_printf(s, "%lld", v->i);
+	else
+		return ktap_rt_error(x, "attempt to concatenate a %s value",
+				     ktap_typename(v->type));
+	return 0;
+}
+
+static noinline int ktap_concat(struct ktap_exec *x, struct ktap_value b,
+				struct ktap_value c, struct ktap_value *out)
+{
+	struct seq_buf s;
+	struct ktap_str *str;
+	int err;
+
+	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
+	err = ktap_append(x, &s, &b);
+	err = err ?: ktap_append(x, &s, &c);
+	if (err)
+		return err;
+	if (seq_buf_has_overflowed(&s))
+		return ktap_rt_error(x, "string too long");
+	str = ktap_str_temp(x, x->ctx->tmp, seq_buf_used(&s));
+	if (!str)
+		return ktap_obj_error(x, -ENOMEM);
+	ktap_set_obj(out, KTAP_TSTR, str);
+	return 0;
+}
+
+static int ktap_str_cmp(const struct ktap_str *a, const struct ktap_str *b)
+{
+	int r = memcmp(a->data, b->data, min(a->len, b->len));
+
+	if (r)
+		return r;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* LT and LE on non-integers: strings compare bytewise. */
+static noinline int ktap_compare(struct ktap_exec *x,
+				 const struct ktap_value *b,
+				 const struct ktap_value *c, bool le,
+				 bool *res)
+{
+	int r;
+
+	if (b->type == KTAP_TINT && c->type == KTAP_TINT) {
+		*res = le ? b->i <= c->i : b->i < c->i;
+		return 0;
+	}
+	if (b->type == KTAP_TSTR && c->type == KTAP_TSTR) {
+		r = ktap_str_cmp(b->s, c->s);
+		*res = le ? r <= 0 : r < 0;
+		return 0;
+	}
+	return ktap_rt_error(x, "attempt to compare %s with %s",
+			     ktap_typename(b->type), ktap_typename(c->type));
+}
+
+static noinline int ktap_len(struct ktap_exec *x, struct ktap_value v,
+			     struct ktap_value *out)
+{
+	s64 n;
+	int err;
+
+	switch (v.type) {
+	case KTAP_TSTR:
+		ktap_value_int(out, v.s->len);
+		return 0;
+	case KTAP_TTABLE:
+		err = ktap_table_len(x->vm, v.p, &n);
+		if (err)
+			return ktap_obj_error(x, err);
+		ktap_value_int(out, n);
+		return 0;
+	default:
+		return ktap_rt_error(x, "attempt to get length of a %s value",
+				     ktap_typename(v.type));
+	}
+}
+
+/**
+ * ktap_event_tostring - the event as ftrace prints it, as a string
+ * @x: the run
+ * @ev: the event
+ * @ret: the string (temporary)
+ *
+ * Return: 0 or a runtime error.
+ */
+int ktap_event_tostring(struct ktap_exec *x, struct ktap_event *ev,
+			struct ktap_value *ret)
+{
+	struct ktap_str *str;
+	struct seq_buf s;
+	int err;
+
+	if (!ev->ops || !ev->ops->tostring)
+		return ktap_rt_error(x, "event cannot be printed");
+	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
+	err = ev->ops->tostring(x->vm, ev, &s);
+	if (err)
+		return ktap_rt_error(x, "cannot print event (%d)", err);
+	str = ktap_str_temp(x, x->ctx->tmp, seq_buf_used(&s));
+	if (!str)
+		return ktap_obj_error(x, -ENOMEM);
+	ktap_set_obj(ret, KTAP_TSTR, str);
+	return 0;
+}
+
+/* Call a bound event method: e.tostring() or e.set_retval(v). */
+static noinline int ktap_call_native(struct ktap_exec *x,
+				     const struct ktap_value *f,
+				     struct ktap_value *args, u32 nargs,
+				     struct ktap_value *ret)
+{
+	unsigned long bits = (unsigned long)f->p;
+	struct ktap_event *ev = (void *)(bits & ~1UL);
+	int err;
+
+	if (ev != x->ev)
+		return ktap_rt_error(x, "event method called outside its handler");
+	if (nargs && args[0].type == KTAP_TEVENT) {	/* e:method() */
+		args++;
+		nargs--;
+	}
+	if (!(bits & 1))
+		return ktap_event_tostring(x, ev, ret);
+	if (!nargs || args[0].type != KTAP_TINT)
+		return ktap_rt_error(x, "set_retval needs a number");
+	if (!ev->ops || !ev->ops->set_retval)
+		return ktap_rt_error(x, "set_retval is not possible on this probe");
+	err = ev->ops->set_retval(x->vm, ev, args[0].i);
+	if (err)
+		return ktap_rt_error(x, "set_retval failed (%d)", err);
+	return 0;
+}
+
+static noinline int ktap_attach(struct ktap_exec *x, const struct ktap_value *f,
+				u32 probe)
+{
+	const struct ktap_host_ops *ops = x->vm->host_ops;
+	int err;
+
+	if (!x->main)
+		return ktap_rt_error(x, "probes can only be attached by the main chunk");
+	if (f->type != KTAP_TFUNC)
+		return ktap_rt_error(x, "probe handler is a %s value, not a function",
+				     ktap_typename(f->type));
+	if (!ops || !ops->attach)
+		return 0;
+	err = ops->attach(x->vm->host, probe, f->p);
+	if (err)
+		return ktap_rt_error(x, "cannot attach probe %u (error %d)",
+				     probe, err);
+	return 0;
+}
+
+static noinline int ktap_forprep(struct ktap_exec *x, struct ktap_value *ra)
+{
+	if (ra[0].type != KTAP_TINT || ra[1].type != KTAP_TINT ||
+	    ra[2].type != KTAP_TINT)
+		return ktap_rt_error(x, "'for' initial value, limit and step must be numbers");
+	if (!ra[2].i)
+		return ktap_rt_error(x, "'for' step is zero");
+	ra[0].i = (s64)((u64)ra[0].i - (u64)ra[2].i);
+	return 0;
+}
+
+/* Register operands of instruction i in the current frame. */
+#define RA	(&base[KTAP_A(i)])
+#define RB	(&base[KTAP_B(i)])
+#define RC	(&base[KTAP_C(i)])
+#define KBX	(&vm->consts[KTAP_BX(i)])
+#define KC	(&vm->consts[KTAP_C(i)])
+#define KB	(&vm->consts[KTAP_B(i)])
+
+/**
+ * ktap_execute - run closure @cl (or the main chunk) to completion
+ * @x: the run
+ * @cl: closure to run, NULL for the main chunk (proto 0)
+ * @arg: first argument (the event), or NULL
+ *
+ * Return: 0, KTAP_HALT after exit(), or a negative errno after a
+ * runtime error (reported by the caller).
+ */
+static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
+			const struct ktap_value *arg)
+{
+#define __KTAP_LABEL(name, ...)	\
+	[KTAP_OP_##name] = &&op_##name,
+	static const void * const jumptable[KTAP_OP__COUNT] __annotate_jump_table = {
+		KTAP_OPCODES(__KTAP_LABEL)
+	};
+#undef __KTAP_LABEL
+	struct ktap_vm *vm = x->vm;
+	struct ktap_ctx *ctx = x->ctx;
+	struct ktap_value *base = ctx->stack, *stack_end = ctx->stack + KTAP_STACK_SLOTS;
+	u32 proto = cl ? cl->proto : 0, depth = 0, j, i;
+	const struct ktap_bc_proto *p = &vm->protos[proto];
+	const u32 *pc = vm->code + p->code_start;
+	s64 budget = x->main ? KTAP_MAIN_BUDGET : vm->insn_budget;
+	s64 check = x->main ? max_t(s64, budget - KTAP_MAIN_SLICE, 0) : 0;
+	struct ktap_value ret;
+	int err = 0;
+	bool cond;
+
+	for (j = 0; j < p->nregs; j++)
+		ktap_set_nil(&base[j]);
+	if (arg && p->nparams)
+		base[0] = *arg;
+
+	/*
+	 * Dispatch. GCC duplicates this computed goto into every opcode
+	 * body (threaded code); -fno-gcse in the Makefile keeps it from
+	 * merging them back, as for kernel/bpf/core.c.
+	 */
+next:
+	if (unlikely(--budget <= check))
+		goto tick;
+	i = *pc++;
+	goto *jumptable[KTAP_OP(i)];
+
+op_MOVE:
+	*RA = *RB;
+	goto next;
+op_LOADK:
+	*RA = *KBX;
+	goto next;
+op_LOADI:
+	ktap_value_int(RA, KTAP_SBX(i));
+	goto next;
+op_LOADBOOL:
+	ktap_set_bool(RA, KTAP_B(i));
+	goto next;
+op_LOADNIL:
+	for (j = 0; j <= KTAP_B(i); j++)
+		ktap_set_nil(RA + j);
+	goto next;
+op_GETUPVAL:
+	ktap_shared_read(vm, cl->upv[KTAP_B(i)]->v, RA);
+	goto next;
+op_SETUPVAL:
+	err = ktap_shared_write(vm, cl->upv[KTAP_B(i)]->v, RA);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_GETGLOBAL:
+	ktap_shared_read(vm, &vm->globals[KTAP_BX(i)], RA);
+	goto next;
+op_SETGLOBAL:
+	err = ktap_shared_write(vm, &vm->globals[KTAP_BX(i)], RA);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_NEWTABLE: {
+	struct ktap_table *t = ktap_table_new(vm, KTAP_B(i), KTAP_C(i));
+
+	if (unlikely(!t)) {
+		err = ktap_obj_error(x, -ENOMEM);
+		goto fail;
+	}
+	ktap_set_obj(RA, KTAP_TTABLE, t);
+	goto next;
+}
+
+op_GETTABLE:
+	err = ktap_index(x, *RB, *RC, RA);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_GETFIELD:
+	err = ktap_index(x, *RB, *KC, RA);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_SETTABLE:
+	err = ktap_newindex(x, RA, RB, RC);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_SETFIELD:
+	err = ktap_newindex(x, RA, KB, RC);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_INCTABLE:
+	err = ktap_inctable(x, RA, RB, RC, false);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_AGGR:
+	err = ktap_inctable(x, RA, RB, RC, true);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_ADD:
+	if (unlikely(RB->type != KTAP_TINT || RC->type != KTAP_TINT))
+		goto arith_fail;
+	ktap_value_int(RA, (s64)((u64)RB->i + (u64)RC->i));
+	goto next;
+op_SUB:
+	if (unlikely(RB->type != KTAP_TINT || RC->type != KTAP_TINT))
+		goto arith_fail;
+	ktap_value_int(RA, (s64)((u64)RB->i - (u64)RC->i));
+	goto next;
+op_MUL:
+	if (unlikely(RB->type != KTAP_TINT || RC->type != KTAP_TINT))
+		goto arith_fail;
+	ktap_value_int(RA, (s64)((u64)RB->i * (u64)RC->i));
+	goto next;
+op_DIV:
+op_MOD: {
+	s64 res;
+
+	if (unlikely(RB->type != KTAP_TINT || RC->type != KTAP_TINT)) {
+		err = ktap_arith_error(x, RB, RC);
+		goto fail;
+	}
+	err = ktap_div(x, KTAP_OP(i), RB->i, RC->i, &res);
+	if (unlikely(err))
+		goto fail;
+	ktap_value_int(RA, res);
+	goto next;
+}
+
+op_ADDK:
+	if (unlikely(RB->type != KTAP_TINT))
+		goto arith_fail;
+	ktap_value_int(RA, (s64)((u64)RB->i + (u64)KC->i));
+	goto next;
+op_SUBK:
+	if (unlikely(RB->type != KTAP_TINT))
+		goto arith_fail;
+	ktap_value_int(RA, (s64)((u64)RB->i - (u64)KC->i));
+	goto next;
+op_MULK:
+	if (unlikely(RB->type != KTAP_TINT))
+		goto arith_fail;
+	ktap_value_int(RA, (s64)((u64)RB->i * (u64)KC->i));
+	goto next;
+op_DIVK:
+op_MODK: {
+	s64 res;
+
+	if (unlikely(RB->type != KTAP_TINT)) {
+		err = ktap_arith_error(x, RB, RB);
+		goto fail;
+	}
+	err = ktap_div(x, KTAP_OP(i), RB->i, KC->i, &res);
+	if (unlikely(err))
+		goto fail;
+	ktap_value_int(RA, res);
+	goto next;
+}
+
+op_UNM:
+	if (unlikely(RB->type != KTAP_TINT)) {
+		err = ktap_arith_error(x, RB, RB);
+		goto fail;
+	}
+	ktap_value_int(RA, (s64)(0 - (u64)RB->i));
+	goto next;
+op_NOT:
+	ktap_set_bool(RA, !ktap_truthy(RB));
+	goto next;
+op_LEN:
+	err = ktap_len(x, *RB, RA);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_CONCAT:
+	err = ktap_concat(x, *RB, *RC, RA);
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_JMP:
+	pc += KTAP_SBX(i);
+	goto next;
+op_EQ:
+	if (ktap_value_equal(RB, RC) != KTAP_A(i))
+		pc++;
+	goto next;
+op_LT:
+op_LE:
+	err = ktap_compare(x, RB, RC, KTAP_OP(i) == KTAP_OP_LE, &cond);
+	if (unlikely(err))
+		goto fail;
+	if (cond != KTAP_A(i))
+		pc++;
+	goto next;
+op_EQK:
+	if (ktap_value_equal(RB, KC) != KTAP_A(i))
+		pc++;
+	goto next;
+op_TEST:
+	if (ktap_truthy(RA) != KTAP_C(i))
+		pc++;
+	goto next;
+op_CALL: {
+	struct ktap_value *f = RA;
+	const struct ktap_bc_proto *cp;
+	struct ktap_closure *callee;
+	struct ktap_value *nb;
+	u32 nargs = KTAP_B(i);
+
+	if (f->type == KTAP_TNATIVE) {
+		ktap_set_nil(&ret);
+		err = ktap_call_native(x, f, f + 1, nargs, &ret);
+		if (unlikely(err))
+			goto fail;
+		if (KTAP_C(i))
+			*RA = ret;
+		goto next;
+	}
+	if (unlikely(f->type != KTAP_TFUNC)) {
+		err = ktap_rt_error(x, "attempt to call a %s value",
+				    ktap_typename(f->type));
+		goto fail;
+	}
+	callee = f->p;
+	cp = &vm->protos[callee->proto];
+	nb = base + p->nregs;
+	if (unlikely(depth + 1 >= KTAP_MAX_CALL_DEPTH)) {
+		err = ktap_rt_error(x, "call depth exceeded (%d)",
+				    KTAP_MAX_CALL_DEPTH);
+		goto fail;
+	}
+	if (unlikely(nb + cp->nregs > stack_end)) {
+		err = ktap_rt_error(x, "stack overflow");
+		goto fail;
+	}
+	for (j = 0; j < cp->nregs; j++) {
+		if (j < cp->nparams && j < nargs)
+			nb[j] = f[1 + j];
+		else
+			ktap_set_nil(&nb[j]);
+	}
+	ctx->frames[depth] = (struct ktap_frame) {
+		.cl = cl, .pc = pc, .base = base, .proto = proto,
+		.ret_reg = KTAP_A(i), .want_ret = KTAP_C(i),
+	};
+	depth++;
+	cl = callee;
+	proto = callee->proto;
+	p = cp;
+	base = nb;
+	pc = vm->code + p->code_start;
+	goto next;
+}
+
+op_CALLB: {
+	u32 id = KTAP_C(i);
+
+	if (unlikely((ktap_builtin_info[id].flags & KTAP_BF_EVENT) && !x->ev)) {
+		err = ktap_rt_error(x, "%s() needs an event: not in the main chunk",
+				    ktap_builtin_names[id]);
+		goto fail;
+	}
+	x->pc = pc - 1 - vm->code;
+	ktap_set_nil(&ret);
+	err = ktap_builtins[id](x, &ret, RA + 1, KTAP_B(i));
+	if (unlikely(err))
+		goto fail;
+	*RA = ret;
+	goto next;
+}
+
+op_RETURN:
+	if (KTAP_B(i))
+		ret = *RA;
+	else
+		ktap_set_nil(&ret);
+	ktap_close_upvals(x, base);
+	if (!depth)
+		goto out;
+	depth--;
+	cl = ctx->frames[depth].cl;
+	pc = ctx->frames[depth].pc;
+	base = ctx->frames[depth].base;
+	proto = ctx->frames[depth].proto;
+	p = &vm->protos[proto];
+	if (ctx->frames[depth].want_ret)
+		base[ctx->frames[depth].ret_reg] = ret;
+	goto next;
+op_FORPREP:
+	err = ktap_forprep(x, RA);
+	if (unlikely(err))
+		goto fail;
+	pc += KTAP_SBX(i);
+	goto next;
+op_FORLOOP: {
+	struct ktap_value *ra = RA;
+
+	if (unlikely(ra[0].type != KTAP_TINT || ra[1].type != KTAP_TINT ||
+		     ra[2].type != KTAP_TINT)) {
+		err = ktap_forprep(x, ra);
+		goto fail;
+	}
+	ra[0].i = (s64)((u64)ra[0].i + (u64)ra[2].i);
+	if (ra[2].i > 0 ? ra[0].i <= ra[1].i : ra[0].i >= ra[1].i) {
+		ra[3] = ra[0];
+		pc += KTAP_SBX(i);
+	}
+	goto next;
+}
+
+op_ITERNEXT: {
+	struct ktap_value *ra = RA;
+	struct ktap_iter *it;
+	u32 pos;
+
+	if (unlikely(ra->type != KTAP_TITER)) {
+		err = ktap_rt_error(x, "for-in needs an iterator (pairs), not a %s value",
+				    ktap_typename(ra->type));
+		goto fail;
+	}
+	it = ra->p;
+	pos = READ_ONCE(it->pos);
+	if (pos < it->n) {
+		WRITE_ONCE(it->pos, pos + 1);
+		ra[1] = it->e[pos].key;
+		ra[2] = it->e[pos].val;
+		pc += KTAP_SBX(i);
+	}
+	goto next;
+}
+
+op_CLOSURE: {
+	struct ktap_closure *ncl = ktap_new_closure(x, cl, KTAP_BX(i), base);
+
+	if (unlikely(!ncl)) {
+		err = ktap_obj_error(x, -ENOMEM);
+		goto fail;
+	}
+	ktap_set_obj(RA, KTAP_TFUNC, ncl);
+	goto next;
+}
+
+op_ATTACH:
+	err = ktap_attach(x, RA, KTAP_BX(i));
+	if (unlikely(err))
+		goto fail;
+	goto next;
+
+arith_fail:
+	err = ktap_arith_error(x, RB, ktap_opinfo[KTAP_OP(i)].kind[2] ==
+			       KTAP_OPK_REG ? RC : RB);
+	goto fail;
+tick:
+	if (budget <= 0) {
+		err = ktap_rt_error(x, "instruction budget exceeded (%lld)",
+				    x->main ? (s64)KTAP_MAIN_BUDGET :
+				    (s64)vm->insn_budget);
+		goto fail_here;
+	}
+	if (x->main) {
+		cond_resched();
+		if (signal_pending(current)) {
+			err = ktap_rt_error(x, "interrupted");
+			goto fail_here;
+		}
+		check = max_t(s64, budget - KTAP_MAIN_SLICE, 0);
+	}
+	i = *pc++;
+	goto *jumptable[KTAP_OP(i)];
+
+fail_here:
+	pc++;		/* blame the instruction about to run */
+fail:
+	x->pc = pc - 1 - vm->code;
+out:
+	ktap_close_upvals(x, ctx->stack);
+	return err;
+}
+
+/**
+ * ktap_vm_run_main - run the main chunk
+ * @vm: a loaded VM
+ *
+ * Process context; preemptible. ATTACH instructions call
+ * host_ops->attach. A runtime error is reported through host_ops.
+ *
+ * Return: 0 (also after exit()), -ENOMEM, or the runtime error.
+ */
+int ktap_vm_run_main(struct ktap_vm *vm)
+{
+	struct ktap_exec x = { .vm = vm, .main = true };
+	int err;
+
+	might_sleep();
+	x.ctx = vzalloc(sizeof(*x.ctx));
+	if (!x.ctx)
+		return -ENOMEM;
+	err = ktap_execute(&x, NULL, NULL);
+	if (err < 0)
+		ktap_report(&x, err);
+	vfree(x.ctx);
+	return err < 0 ? err : 0;
+}
+
+static bool ktap_is_end_probe(struct ktap_vm *vm, struct ktap_event *ev)
+{
+	return !ev || (ev->probe < vm->nprobes &&
+		       vm->probes[ev->probe].type == KTAP_PROBE_END);
+}
+
+/**
+ * ktap_vm_fire - run handler @fn for event @ev
+ * @vm: the session's VM
+ * @fn: the closure ATTACH recorded
+ * @ev: the event (its first argument), or NULL
+ *
+ * Any context, including NMI; never sleeps. After exit() or a runtime
+ * error only END handlers (and @ev == NULL runs) still run.
+ *
+ * Return: 0, -EBUSY when skipped because ktap already runs on this CPU,
+ * -ESHUTDOWN when the session is halted, or the runtime error.
+ */
+int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
+		 struct ktap_event *ev)
+{
+	struct ktap_value arg;
+	struct ktap_exec x = { .vm = vm, .ev = ev };
+	int err;
+
+	if (unlikely(atomic_read(&vm->halted)) && !ktap_is_end_probe(vm, ev))
+		return -ESHUTDOWN;
+	preempt_disable_notrace();
+	if (this_cpu_cmpxchg(ktap_running, NULL, &x)) {
+		atomic64_inc(&vm->recursion);
+		preempt_enable_notrace();
+		return -EBUSY;
+	}
+	x.ctx = vm->cpu_ctx[smp_processor_id()];
+	x.ctx->hits++;
+	x.ctx->scratch_used = 0;
+	if (ev)
+		ktap_set_obj(&arg, KTAP_TEVENT, ev);
+	err = ktap_execute(&x, fn, ev ? &arg : NULL);
+	if (err < 0)
+		ktap_report(&x, err);
+	this_cpu_write(ktap_running, NULL);
+	preempt_enable_notrace();
+	return err < 0 ? err : 0;
+}
+
+/**
+ * ktap_value_str - make a string value for the VM
+ * @vm: the VM
+ * @out: the value
+ * @s: bytes (need not be NUL-terminated)
+ * @len: length, truncated to the VM's longest string
+ *
+ * Inside a handler the string is temporary (it becomes permanent only
+ * if the script stores it); otherwise it is interned in the pool.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int ktap_value_str(struct ktap_vm *vm, struct ktap_value *out,
+		   const char *s, size_t len)
+{
+	struct ktap_exec *x = this_cpu_read(ktap_running);
+	struct ktap_str *str;
+
+	len = min_t(size_t, len, KTAP_STR_MAX);
+	if (x && x->vm == vm)
+		str = ktap_str_temp(x, s, len);
+	else
+		str = ktap_str_intern(vm, s, len);
+	if (!str)
+		return -ENOMEM;
+	ktap_set_obj(out, KTAP_TSTR, str);
+	return 0;
+}
+
+/**
+ * ktap_vm_stats - counters for KTAP_IOC_STATS
+ * @vm: the VM
+ * @st: filled in
+ */
+void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st)
+{
+	int cpu;
+
+	memset(st, 0, sizeof(*st));
+	for_each_possible_cpu(cpu)
+		st->hits += READ_ONCE(vm->cpu_ctx[cpu]->hits);
+	st->recursion = atomic64_read(&vm->recursion);
+	st->errors = atomic64_read(&vm->errors);
+	st->drops = atomic64_read(&vm->drops);
+	st->mem_used = min_t(u64, atomic_long_read(&vm->pool.used),
+			     vm->pool.size);
+	st->mem_limit = vm->pool.size;
+}

@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktap VM loader and verifier.
+ *
+ * ktap_vm_load() copies a bytecode image (include/uapi/linux/ktap.h)
+ * into kernel memory and checks all of it in one linear pass before
+ * anything runs: header, sections, constants, function prototypes,
+ * every operand of every instruction, the probe table. The operand
+ * checks are one generic loop over the operand kinds that the
+ * KTAP_OPCODES X-macro declares, so adding an opcode needs no verifier
+ * change. Rejections come from one error table and name the place,
+ * e.g. "proto 2 insn 17 (JMP): jump target out of range".
+ *
+ * After loading, vm_exec.c runs the program and vm_obj.c provides its
+ * objects; ktap_vm_free() releases everything.
+ */
+#include <linux/cpumask.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+#include "vm.h"
+
+#define __KTAP_OPINFO(op, fm, a, b, c, fl)				\
+	[KTAP_OP_##op] = {						\
+		.name = #op, .fmt = KTAP_FMT_##fm, .flags = fl,		\
+		.kind = { KTAP_OPK_##a, KTAP_OPK_##b, KTAP_OPK_##c },	\
+	},
+const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT] = {
+	KTAP_OPCODES(__KTAP_OPINFO)
+};
+
+#undef __KTAP_OPINFO
+
+#define __KTAP_BIINFO(bi, lo, hi, fl)	\
+	[KTAP_BI_##bi] = { .min = lo, .max = hi, .flags = fl },
+const struct ktap_builtin_info ktap_builtin_info[KTAP_BI__COUNT] = {
+	KTAP_BUILTINS(__KTAP_BIINFO)
+};
+
+#undef __KTAP_BIINFO
+
+#define __KTAP_BINAME(name, ...)	\
+	[KTAP_BI_##name] = #name,
+const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
+	KTAP_BUILTINS(__KTAP_BINAME)
+};
+
+#undef __KTAP_BINAME
+
+/* Verifier errors, declared once (the trace_events_hist.c way). */
+#define KTAP_VERIFY_ERRORS						\
+	C(TOO_BIG,	"image larger than the kernel accepts"),	\
+	C(SHORT,	"image shorter than its header"),		\
+	C(MAGIC,	"bad magic"),					\
+	C(VERSION,	"unsupported ABI version"),			\
+	C(HDR_SIZE,	"bad header size"),				\
+	C(HDR_TAIL,	"unknown header extension is not zero"),	\
+	C(TOTAL_SIZE,	"total_size does not match the image length"),	\
+	C(FLAGS,	"unknown flags"),				\
+	C(RESERVED,	"reserved field is not zero"),			\
+	C(MEM_LIMIT,	"memory limit out of range"),			\
+	C(SECTION,	"section out of bounds"),			\
+	C(ALIGN,	"section misaligned"),				\
+	C(COUNT,	"too many elements"),				\
+	C(NGLOBALS,	"too many globals"),				\
+	C(NAME,		"string reference out of bounds or unterminated"), \
+	C(NO_MAIN,	"no main chunk"),				\
+	C(CONST_TYPE,	"unknown constant type"),			\
+	C(CONST_STR,	"constant string out of bounds"),		\
+	C(CODE_RANGE,	"code range out of bounds"),			\
+	C(CODE_ORDER,	"code ranges overlap or are out of order"),	\
+	C(EMPTY,	"function has no code"),			\
+	C(NREGS,	"bad frame size"),				\
+	C(UPV_RANGE,	"upvalue range out of bounds"),			\
+	C(PARENT,	"bad enclosing function"),			\
+	C(UPV_DESC,	"upvalue capture out of range of the enclosing function"), \
+	C(OPCODE,	"unknown opcode"),				\
+	C(NONZERO,	"unused operand is not zero"),			\
+	C(REG,		"register out of range"),			\
+	C(CONST,	"constant out of range"),			\
+	C(KINT,		"constant is not an integer"),			\
+	C(KSTR,		"constant is not a string"),			\
+	C(UPV,		"upvalue out of range"),			\
+	C(GLOBAL,	"global out of range"),				\
+	C(PROTO,	"function out of range or not nested here"),	\
+	C(JUMP,		"jump target out of range"),			\
+	C(BOOL,		"operand is not 0 or 1"),			\
+	C(BUILTIN,	"unknown builtin"),				\
+	C(ARGC,		"wrong number of arguments to builtin"),	\
+	C(PROBE,	"probe out of range"),				\
+	C(SKIP,		"conditional not followed by JMP"),		\
+	C(MAIN_ONLY,	"only valid in the main chunk"),		\
+	C(LAST,		"function does not end with RETURN or JMP"),	\
+	C(PROBE_TYPE,	"unknown probe type"),				\
+	C(PROBE_IDS,	"event id list out of bounds"),			\
+	C(LINES,	"line table does not match the code"),		\
+	C(NOMEM,	"out of memory")
+
+#undef C
+#define C(a, ...)	KTAP_VERR_##a
+enum ktap_verr { KTAP_VERIFY_ERRORS };
+
+#undef C
+#define C(a, ...)	[KTAP_VERR_##a] = __VA_ARGS__
+static const char * const ktap_verr_text[] = { KTAP_VERIFY_ERRORS };
+
+#undef C
+
+struct ktap_loader {
+	struct ktap_vm	*vm;
+	char		*log;
+	size_t		log_size;
+	u32		len;
+};
+
+/*
+ * Write "WHERE: TEXT" to the caller's log and turn the error into an
+ * errno: -E2BIG for an oversized image, -ENOMEM, else -EINVAL.
+ */
+static __printf(3, 4) int ktap_reject(struct ktap_loader *ld,
+				      enum ktap_verr err,
+				      const char *where, ...)
+{
+	va_list ap;
+	size_t n;
+
+	if (ld->log && ld->log_size) {
+		va_start(ap, where);
+		n = vscnprintf(ld->log, ld->log_size, where, ap);
+		va_end(ap);
+		scnprintf(ld->log + n, ld->log_size - n, ": %s",
+			  ktap_verr_text[err]);
+	}
+	if (err == KTAP_VERR_TOO_BIG)
+		return -E2BIG;
+	if (err == KTAP_VERR_NOMEM)
+		return -ENOMEM;
+	return -EINVAL;
+}
+
+static bool ktap_name_ok(const struct ktap_vm *vm, u32 off)
+{
+	return off < vm->strtab_len &&
+	       memchr(vm->strtab + off, '\0', vm->strtab_len - off);
+}
+
+static bool ktap_optname_ok(const struct ktap_vm *vm, u32 off)
+{
+	return off == KTAP_BC_NO_STR || ktap_name_ok(vm, off);
+}
+
+static int ktap_check_section(struct ktap_loader *ld, const char *name,
+			      const struct ktap_bc_section *s, size_t elem,
+			      size_t align, u32 max)
+{
+	const struct ktap_bc_header *hdr = ld->vm->hdr;
+	u64 end;
+
+	if (!s->count)
+		return 0;
+	if (s->count > max)
+		return ktap_reject(ld, KTAP_VERR_COUNT, "section %s", name);
+	if (s->off % align)
+		return ktap_reject(ld, KTAP_VERR_ALIGN, "section %s", name);
+	end = (u64)s->off + (u64)s->count * elem;
+	if (s->off < hdr->hdr_size || end > ld->len)
+		return ktap_reject(ld, KTAP_VERR_SECTION, "section %s", name);
+	return 0;
+}
+
+static int ktap_check_header(struct ktap_loader *ld)
+{
+	const struct ktap_bc_header *hdr = ld->vm->hdr;
+	size_t known = sizeof(*hdr);
+	int err;
+
+	if (hdr->magic != KTAP_BC_MAGIC)
+		return ktap_reject(ld, KTAP_VERR_MAGIC, "header");
+	if (hdr->abi_version != KTAP_ABI_VERSION)
+		return ktap_reject(ld, KTAP_VERR_VERSION, "header");
+	if (hdr->hdr_size < known || hdr->hdr_size > ld->len)
+		return ktap_reject(ld, KTAP_VERR_HDR_SIZE, "header");
+	if (memchr_inv((const char *)hdr + known, 0, hdr->hdr_size - known))
+		return ktap_reject(ld, KTAP_VERR_HDR_TAIL, "header");
+	if (hdr->total_size != ld->len)
+		return ktap_reject(ld, KTAP_VERR_TOTAL_SIZE, "header");
+	if (hdr->flags)
+		return ktap_reject(ld, KTAP_VERR_FLAGS, "header");
+	if (memchr_inv(hdr->__reserved, 0, sizeof(hdr->__reserved)))
+		return ktap_reject(ld, KTAP_VERR_RESERVED, "header");
+	if (hdr->nglobals > KTAP_MAX_GLOBALS)
+		return ktap_reject(ld, KTAP_VERR_NGLOBALS, "header");
+	if (!hdr->protos.count)
+		return ktap_reject(ld, KTAP_VERR_NO_MAIN, "header");
+
+	err = ktap_check_section(ld, "protos", &hdr->protos,
+				 sizeof(struct ktap_bc_proto), 4,
+				 KTAP_MAX_PROTOS);
+	err = err ?: ktap_check_section(ld, "consts", &hdr->consts,
+					sizeof(struct ktap_bc_const), 8,
+					KTAP_MAX_CONSTS);
+	err = err ?: ktap_check_section(ld, "strtab", &hdr->strtab, 1, 1,
+					KTAP_MAX_IMAGE);
+	err = err ?: ktap_check_section(ld, "code", &hdr->code, 4, 4,
+					KTAP_MAX_IMAGE);
+	err = err ?: ktap_check_section(ld, "lines", &hdr->lines, 4, 4,
+					KTAP_MAX_IMAGE);
+	err = err ?: ktap_check_section(ld, "upvals", &hdr->upvals,
+					sizeof(struct ktap_bc_upval), 1,
+					KTAP_MAX_IMAGE);
+	err = err ?: ktap_check_section(ld, "probes", &hdr->probes,
+					sizeof(struct ktap_bc_probe), 8,
+					KTAP_MAX_PROBES);
+	err = err ?: ktap_check_section(ld, "words", &hdr->words, 4, 4,
+					KTAP_MAX_IMAGE);
+	if (err)
+		return err;
+	if (hdr->lines.count && hdr->lines.count != hdr->code.count)
+		return ktap_reject(ld, KTAP_VERR_LINES, "section lines");
+	return 0;
+}
+
+/* Point the VM's image fields at the verified sections of the copy. */
+static void ktap_map_sections(struct ktap_vm *vm)
+{
+	const struct ktap_bc_header *hdr = vm->hdr;
+	const char *base = vm->image;
+
+	vm->protos = (const void *)(base + hdr->protos.off);
+	vm->nprotos = hdr->protos.count;
+	vm->nconsts = hdr->consts.count;
+	vm->strtab = base + hdr->strtab.off;
+	vm->strtab_len = hdr->strtab.count;
+	vm->code = (const void *)(base + hdr->code.off);
+	vm->ncode = hdr->code.count;
+	vm->lines = hdr->lines.count ? (const void *)(base + hdr->lines.off)
+				     : NULL;
+	vm->upvals = (const void *)(base + hdr->upvals.off);
+	vm->probes = (const void *)(base + hdr->probes.off);
+	vm->nprobes = hdr->probes.count;
+	vm->words = (const void *)(base + hdr->words.off);
+	vm->nwords = hdr->words.count;
+	vm->nglobals = hdr->nglobals;
+}
+
+static int ktap_load_consts(struct ktap_loader *ld)
+{
+	struct ktap_vm *vm = ld->vm;
+	const struct ktap_bc_const *bc;
+	struct ktap_str *s;
+	u32 i;
+
+	bc = (const void *)((const char *)vm->image + vm->hdr->consts.off);
+	vm->consts = kvcalloc(vm->nconsts ?: 1, sizeof(*vm->consts),
+			      GFP_KERNEL);
+	if (!vm->consts)
+		return ktap_reject(ld, KTAP_VERR_NOMEM, "consts");
+	for (i = 0; i < vm->nconsts; i++) {
+		switch (bc[i].type) {
+		case KTAP_BC_CONST_INT:
+			if (bc[i].len)
+				return ktap_reject(ld, KTAP_VERR_NONZERO,
+						   "const %u", i);
+			ktap_value_int(&vm->consts[i], bc[i].val);
+			break;
+		case KTAP_BC_CONST_STR:
+			if (bc[i].val < 0 || bc[i].len > KTAP_STR_MAX ||
+			    (u64)bc[i].val + bc[i].len > vm->strtab_len)
+				return ktap_reject(ld, KTAP_VERR_CONST_STR,
+						   "const %u", i);
+			s = ktap_str_intern(vm, vm->strtab + bc[i].val,
+					    bc[i].len);
+			if (!s)
+				return ktap_reject(ld, KTAP_VERR_NOMEM,
+						   "const %u", i);
+			ktap_set_obj(&vm->consts[i], KTAP_TSTR, s);
+			break;
+		default:
+			return ktap_reject(ld, KTAP_VERR_CONST_TYPE,
+					   "const %u", i);
+		}
+	}
+	return 0;
+}
+
+static int ktap_check_protos(struct ktap_loader *ld)
+{
+	struct ktap_vm *vm = ld->vm;
+	u32 i, j, next_code = 0, nupv = vm->hdr->upvals.count;
+
+	for (i = 0; i < vm->nprotos; i++) {
+		const struct ktap_bc_proto *p = &vm->protos[i], *parent;
+
+		if (p->__reserved)
+			return ktap_reject(ld, KTAP_VERR_RESERVED, "proto %u", i);
+		if (!p->ncode)
+			return ktap_reject(ld, KTAP_VERR_EMPTY, "proto %u", i);
+		if ((u64)p->code_start + p->ncode > vm->ncode)
+			return ktap_reject(ld, KTAP_VERR_CODE_RANGE,
+					   "proto %u", i);
+		if (p->code_start < next_code)
+			return ktap_reject(ld, KTAP_VERR_CODE_ORDER,
+					   "proto %u", i);
+		next_code = p->code_start + p->ncode;
+		if (p->nregs > KTAP_MAX_REGS || p->nparams > p->nregs)
+			return ktap_reject(ld, KTAP_VERR_NREGS, "proto %u", i);
+		if (p->nupvals > KTAP_MAX_UPVALS ||
+		    (u64)p->upval_start + p->nupvals > nupv)
+			return ktap_reject(ld, KTAP_VERR_UPV_RANGE,
+					   "proto %u", i);
+		if (!ktap_optname_ok(vm, p->name))
+			return ktap_reject(ld, KTAP_VERR_NAME, "proto %u", i);
+		if (i == 0) {
+			if (p->parent != KTAP_BC_NO_STR || p->nupvals)
+				return ktap_reject(ld, KTAP_VERR_PARENT,
+						   "proto 0");
+			continue;
+		}
+		if (p->parent >= i)
+			return ktap_reject(ld, KTAP_VERR_PARENT, "proto %u", i);
+		parent = &vm->protos[p->parent];
+		for (j = 0; j < p->nupvals; j++) {
+			const struct ktap_bc_upval *u = &vm->upvals[p->upval_start + j];
+			u32 lim = u->in_stack ? parent->nregs : parent->nupvals;
+
+			if (u->in_stack > 1 || u->index >= lim)
+				return ktap_reject(ld, KTAP_VERR_UPV_DESC,
+						   "proto %u upvalue %u", i, j);
+		}
+	}
+	return 0;
+}
+
+/* The checks of one operand kind; see enum ktap_operand_kind. */
+static enum ktap_verr ktap_check_operand(const struct ktap_vm *vm, u32 pi,
+					 u32 pc, u32 insn, u8 kind, s64 val)
+{
+	const struct ktap_bc_proto *p = &vm->protos[pi];
+	const struct ktap_builtin_info *bi;
+	s64 target;
+
+	switch (kind) {
+	case KTAP_OPK_NONE:
+		return val ? KTAP_VERR_NONZERO : 0;
+	case KTAP_OPK_REG:
+		return val < p->nregs ? 0 : KTAP_VERR_REG;
+	case KTAP_OPK_REG4:
+		return val + 3 < p->nregs ? 0 : KTAP_VERR_REG;
+	case KTAP_OPK_RCNT:
+		return KTAP_A(insn) + val < p->nregs ? 0 : KTAP_VERR_REG;
+	case KTAP_OPK_K:
+		return val < vm->nconsts ? 0 : KTAP_VERR_CONST;
+	case KTAP_OPK_KINT:
+		if (val >= vm->nconsts)
+			return KTAP_VERR_CONST;
+		return vm->consts[val].type == KTAP_TINT ? 0 : KTAP_VERR_KINT;
+	case KTAP_OPK_KSTR:
+		if (val >= vm->nconsts)
+			return KTAP_VERR_CONST;
+		return vm->consts[val].type == KTAP_TSTR ? 0 : KTAP_VERR_KSTR;
+	case KTAP_OPK_UPV:
+		return val < p->nupvals ? 0 : KTAP_VERR_UPV;
+	case KTAP_OPK_GLOBAL:
+		return val < vm->nglobals ? 0 : KTAP_VERR_GLOBAL;
+	case KTAP_OPK_PROTO:
+		if (val >= vm->nprotos || vm->protos[val].parent != pi)
+			return KTAP_VERR_PROTO;
+		return 0;
+	case KTAP_OPK_JUMP:
+		target = (s64)pc + 1 + val;
+		return target >= 0 && target < p->ncode ? 0 : KTAP_VERR_JUMP;
+	case KTAP_OPK_IMM:
+		return 0;
+	case KTAP_OPK_BOOL:
+		return val <= 1 ? 0 : KTAP_VERR_BOOL;
+	case KTAP_OPK_BUILTIN:
+		if (val >= KTAP_BI__COUNT)
+			return KTAP_VERR_BUILTIN;
+		bi = &ktap_builtin_info[val];
+		if (KTAP_B(insn) < bi->min || KTAP_B(insn) > bi->max)
+			return KTAP_VERR_ARGC;
+		return 0;
+	case KTAP_OPK_PROBE:
+		return val < vm->nprobes ? 0 : KTAP_VERR_PROBE;
+	}
+	return KTAP_VERR_OPCODE;
+}
+
+static int ktap_check_code(struct ktap_loader *ld, u32 pi)
+{
+	const struct ktap_vm *vm = ld->vm;
+	const struct ktap_bc_proto *p = &vm->protos[pi];
+	const u32 *code = vm->code + p->code_start;
+	const struct ktap_opinfo *info;
+	enum ktap_verr err;
+	s64 opnd[3];
+	u32 pc, insn, op;
+	int k;
+
+	for (pc = 0; pc < p->ncode; pc++) {
+		insn = code[pc];
+		op = KTAP_OP(insn);
+		if (op >= KTAP_OP__COUNT)
+			return ktap_reject(ld, KTAP_VERR_OPCODE,
+					   "proto %u insn %u (0x%02x)",
+					   pi, pc, op);
+		info = &ktap_opinfo[op];
+		opnd[0] = KTAP_A(insn);
+		opnd[1] = info->fmt == KTAP_FMT_ABC ? KTAP_B(insn) :
+			  info->fmt == KTAP_FMT_ABX ? KTAP_BX(insn) :
+			  KTAP_SBX(insn);
+		opnd[2] = KTAP_C(insn);
+		err = 0;
+		for (k = 0; k < 3 && !err; k++) {
+			if (k == 2 && info->fmt != KTAP_FMT_ABC)
+				break;
+			err = ktap_check_operand(vm, pi, pc, insn,
+						 info->kind[k], opnd[k]);
+		}
+		if (!err && (info->flags & KTAP_OPF_MAIN) && pi)
+			err = KTAP_VERR_MAIN_ONLY;
+		if (!err && (info->flags & KTAP_OPF_SKIP) &&
+		    (pc + 1 >= p->ncode || KTAP_OP(code[pc + 1]) != KTAP_OP_JMP))
+			err = KTAP_VERR_SKIP;
+		if (!err && pc + 1 == p->ncode && op != KTAP_OP_RETURN &&
+		    op != KTAP_OP_JMP)
+			err = KTAP_VERR_LAST;
+		if (err)
+			return ktap_reject(ld, err, "proto %u insn %u (%s)",
+					   pi, pc, info->name);
+	}
+	return 0;
+}
+
+static int ktap_check_probes(struct ktap_loader *ld)
+{
+	const struct ktap_vm *vm = ld->vm;
+	u32 i;
+
+	for (i = 0; i < vm->nprobes; i++) {
+		const struct ktap_bc_probe *pr = &vm->probes[i];
+
+		if (pr->type >= KTAP_PROBE__COUNT)
+			return ktap_reject(ld, KTAP_VERR_PROBE_TYPE,
+					   "probe %u", i);
+		if (pr->flags & ~KTAP_PROBE_F_RETURN)
+			return ktap_reject(ld, KTAP_VERR_FLAGS, "probe %u", i);
+		if (pr->__reserved[0] || pr->__reserved[1])
+			return ktap_reject(ld, KTAP_VERR_RESERVED,
+					   "probe %u", i);
+		if (!ktap_optname_ok(vm, pr->spec) ||
+		    !ktap_optname_ok(vm, pr->target))
+			return ktap_reject(ld, KTAP_VERR_NAME, "probe %u", i);
+		if ((u64)pr->ids_start + pr->nids > vm->nwords)
+			return ktap_reject(ld, KTAP_VERR_PROBE_IDS,
+					   "probe %u", i);
+	}
+	return 0;
+}
+
+static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
+				 const struct ktap_vm_opts *opts)
+{
+	struct ktap_vm *vm = ld->vm;
+	size_t mem = opts && opts->mem_limit ? opts->mem_limit :
+		     (size_t)KTAP_DEFAULT_MEM_KB * 1024;
+	int cpu;
+
+	if (mem < KTAP_MIN_MEM || mem > (size_t)KTAP_MAX_MEM_KB * 1024)
+		return ktap_reject(ld, KTAP_VERR_MEM_LIMIT, "options");
+	vm->insn_budget = opts && opts->insn_budget ? opts->insn_budget :
+			  KTAP_DEFAULT_BUDGET;
+	if (ktap_pool_init(&vm->pool, mem) ||
+	    ktap_strset_init(&vm->strs, mem))
+		return ktap_reject(ld, KTAP_VERR_NOMEM, "pool");
+	vm->globals = kvcalloc(vm->nglobals ?: 1, sizeof(*vm->globals),
+			       GFP_KERNEL);
+	vm->cpu_ctx = kcalloc(nr_cpu_ids, sizeof(*vm->cpu_ctx), GFP_KERNEL);
+	if (!vm->globals || !vm->cpu_ctx)
+		return ktap_reject(ld, KTAP_VERR_NOMEM, "globals");
+	for_each_possible_cpu(cpu) {
+		vm->cpu_ctx[cpu] = vzalloc(sizeof(*vm->cpu_ctx[cpu]));
+		if (!vm->cpu_ctx[cpu])
+			return ktap_reject(ld, KTAP_VERR_NOMEM, "stacks");
+	}
+	return 0;
+}
+
+/**
+ * ktap_vm_load - copy, verify and prepare a bytecode image
+ * @image: the image (kernel memory; it is copied)
+ * @len: its length
+ * @opts: pool size and instruction budget (0 or NULL: defaults)
+ * @host_ops: session services (output, attach, exit)
+ * @host: cookie passed back to @host_ops
+ * @log: where a rejection is explained (may be NULL)
+ * @log_size: size of @log
+ *
+ * Process context only: allocates with GFP_KERNEL.
+ *
+ * Return: the VM, or ERR_PTR(-EINVAL) for a rejected image (the reason
+ * is in @log), -E2BIG for an oversized one, -ENOMEM.
+ */
+struct ktap_vm *ktap_vm_load(const void *image, size_t len,
+			     const struct ktap_vm_opts *opts,
+			     const struct ktap_host_ops *host_ops, void *host,
+			     char *log, size_t log_size)
+{
+	struct ktap_loader ld = { .log = log, .log_size = log_size };
+	struct ktap_vm *vm;
+	int err;
+	u32 i;
+
+	if (log && log_size)
+		log[0] = '\0';
+	if (len > KTAP_MAX_IMAGE)
+		return ERR_PTR(ktap_reject(&ld, KTAP_VERR_TOO_BIG, "image"));
+	if (len < sizeof(struct ktap_bc_header))
+		return ERR_PTR(ktap_reject(&ld, KTAP_VERR_SHORT, "image"));
+	ld.len = len;
+
+	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
+	if (!vm)
+		return ERR_PTR(-ENOMEM);
+	ld.vm = vm;
+	raw_spin_lock_init(&vm->shared_lock);
+	seqcount_init(&vm->shared_seq);
+	vm->host_ops = host_ops;
+	vm->host = host;
+	vm->image = kvmemdup(image, len, GFP_KERNEL);
+	if (!vm->image) {
+		err = ktap_reject(&ld, KTAP_VERR_NOMEM, "image");
+		goto fail;
+	}
+	vm->image_len = len;
+	vm->hdr = vm->image;
+
+	err = ktap_check_header(&ld);
+	if (err)
+		goto fail;
+	ktap_map_sections(vm);
+	if (vm->hdr->chunkname != KTAP_BC_NO_STR &&
+	    !ktap_name_ok(vm, vm->hdr->chunkname)) {
+		err = ktap_reject(&ld, KTAP_VERR_NAME, "header chunkname");
+		goto fail;
+	}
+	vm->chunkname = vm->hdr->chunkname == KTAP_BC_NO_STR ? "?" :
+			vm->strtab + vm->hdr->chunkname;
+
+	err = ktap_vm_alloc_runtime(&ld, opts);
+	err = err ?: ktap_load_consts(&ld);
+	err = err ?: ktap_check_protos(&ld);
+	for (i = 0; !err && i < vm->nprotos; i++)
+		err = ktap_check_code(&ld, i);
+	err = err ?: ktap_check_probes(&ld);
+	if (err)
+		goto fail;
+	return vm;
+
+fail:
+	ktap_vm_free(vm);
+	return ERR_PTR(err);
+}
+
+/**
+ * ktap_vm_free - release a VM and everything its scripts allocated
+ * @vm: the VM, or NULL
+ *
+ * The session must have detached every probe (and waited for running
+ * handlers) first.
+ */
+void ktap_vm_free(struct ktap_vm *vm)
+{
+	int cpu;
+
+	if (!vm)
+		return;
+	if (vm->cpu_ctx) {
+		for_each_possible_cpu(cpu)
+			vfree(vm->cpu_ctx[cpu]);
+		kfree(vm->cpu_ctx);
+	}
+	kvfree(vm->globals);
+	kvfree(vm->consts);
+	ktap_strset_destroy(&vm->strs);
+	ktap_pool_destroy(&vm->pool);
+	kvfree(vm->image);
+	kfree(vm);
+}
+
+const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx)
+{
+	return idx < vm->nprobes ? &vm->probes[idx] : NULL;
+}
+
+const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off)
+{
+	return ktap_name_ok(vm, strtab_off) ? vm->strtab + strtab_off : NULL;
+}
+
+const u32 *ktap_vm_words(struct ktap_vm *vm, u32 start)
+{
+	return start <= vm->nwords ? vm->words + start : NULL;
+}
