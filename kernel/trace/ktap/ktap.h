@@ -142,7 +142,9 @@ struct ktap_vm_stats {
 	u64	errors;
 	u64	mem_used;
 	u64	mem_limit;
+	u64	drops;		/* runs abandoned: table lock busy in NMI */
 };
+
 void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st);
 
 /* Values the tracing side hands back from event callbacks. */
