@@ -12,6 +12,7 @@
 
 #include <linux/atomic.h>
 #include <linux/list.h>
+#include <linux/percpu.h>
 #include <linux/smp.h>
 #include <linux/sched.h>
 #include "ktap.h"
@@ -53,6 +54,9 @@ struct ktap_handler {
 	void				*priv;
 };
 
+/* Nesting depth of probe handlers running on this CPU (see session.c). */
+DECLARE_PER_CPU(int, ktap_probe_depth);
+
 /**
  * ktap_handler_fire - run a handler for an event, honouring the filters
  * @h: the handler
@@ -74,7 +78,9 @@ static __always_inline void ktap_handler_fire(struct ktap_handler *h,
 			return;
 	}
 	ev->probe = h->probe;
+	__this_cpu_inc(ktap_probe_depth);
 	ktap_vm_fire(hot->vm, h->fn, ev);
+	__this_cpu_dec(ktap_probe_depth);
 }
 
 /* Write a message from the tracing side into the session output. */

@@ -157,21 +157,27 @@ static void ktap_set_exiting(struct ktap_session *sess)
 	ktap_wake_readers(sess);
 }
 
-/* One output record: a u32 length, then the bytes. */
+DEFINE_PER_CPU(int, ktap_probe_depth);
+
+/* One output record: a u32 length, then the bytes (and a newline if @nl). */
 static void ktap_write_record(struct ktap_session *sess, const char *buf,
-			      u32 len)
+			      u32 len, bool nl)
 {
 	struct ring_buffer_event *rbe;
+	char *data;
 	u32 *rec;
 
-	rbe = ring_buffer_lock_reserve(sess->buffer, sizeof(u32) + len);
+	rbe = ring_buffer_lock_reserve(sess->buffer, sizeof(u32) + len + nl);
 	if (!rbe) {
 		atomic_long_inc(&sess->drops);
 		return;
 	}
 	rec = ring_buffer_event_data(rbe);
-	*rec = len;
-	memcpy(rec + 1, buf, len);
+	*rec = len + nl;
+	data = (char *)(rec + 1);
+	memcpy(data, buf, len);
+	if (nl)
+		data[len] = '\n';
 	ring_buffer_unlock_commit(sess->buffer);
 }
 
@@ -183,15 +189,22 @@ static void ktap_write_record(struct ktap_session *sess, const char *buf,
  *
  * Any context, NMI included; never sleeps. A record that does not fit
  * is counted in the session's drops.
+ *
+ * Output written by a probe handler ends its line: like the trace records
+ * of ktap 0.1, every printf() of a handler is a line of its own, so the
+ * seed scripts' printf("%s", e.tostring()) prints one event per line.
+ * The main chunk and END handlers write exactly what they print.
  */
 static void ktap_host_write(void *host, const char *buf, size_t len)
 {
 	struct ktap_session *sess = host;
+	bool nl = len && buf[len - 1] != '\n' &&
+		  this_cpu_read(ktap_probe_depth);
 
 	while (len) {
-		u32 n = min_t(size_t, len, sess->max_rec);
+		u32 n = min_t(size_t, len, sess->max_rec - 1);
 
-		ktap_write_record(sess, buf, n);
+		ktap_write_record(sess, buf, n, nl && n == len);
 		buf += n;
 		len -= n;
 	}
