@@ -16,7 +16,8 @@
  *    on every online CPU, so the handler sees the interrupted context).
  *  - END handlers run at STOP, in process context.
  *
- * CPUs that come online after START are not traced.
+ * CPUs that come online after START are not traced (the per-CPU kinds
+ * create their counters for the CPUs online at START).
  */
 
 #define pr_fmt(fmt) "ktap: " fmt
@@ -555,7 +556,6 @@ static int ktap_tp_attach(struct ktap_handler *h)
 		return -ENOMEM;
 	tp->nr = room;
 
-	cpus_read_lock();
 	for (i = 0; i < bp->nids; i++) {
 		struct perf_event_attr attr = {
 			.type		= PERF_TYPE_TRACEPOINT,
@@ -572,7 +572,6 @@ static int ktap_tp_attach(struct ktap_handler *h)
 		used += ret;
 		ret = 0;
 	}
-	cpus_read_unlock();
 	if (ret) {
 		ktap_perf_release(tp->events, used);
 		kvfree(tp);
@@ -1056,9 +1055,7 @@ static int ktap_profile_attach(struct ktap_handler *h)
 	ktap_period_name(p->name, "profile", h->bp->arg);
 	/* Published before any counter can fire. */
 	WRITE_ONCE(h->priv, p);
-	cpus_read_lock();
 	ret = ktap_perf_create(h, &attr, ktap_profile_overflow, p->events, room);
-	cpus_read_unlock();
 	if (ret < 0) {
 		ktap_perf_release(p->events, room);
 		WRITE_ONCE(h->priv, NULL);
