@@ -193,6 +193,7 @@ struct ktap_vm {
 	const struct ktap_host_ops	*host_ops;
 	void				*host;
 	u32				insn_budget;
+	u32				main_budget;
 
 	atomic_t			halted;		/* exit() or error */
 	atomic_t			failed;		/* first error taken */

@@ -531,7 +531,7 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 	u32 proto = cl ? cl->proto : 0, depth = 0, j, i;
 	const struct ktap_bc_proto *p = &vm->protos[proto];
 	const u32 *pc = vm->code + p->code_start;
-	s64 budget = x->main ? KTAP_MAIN_BUDGET : vm->insn_budget;
+	s64 budget = x->main ? vm->main_budget : vm->insn_budget;
 	s64 check = x->main ? max_t(s64, budget - KTAP_MAIN_SLICE, 0) : 0;
 	struct ktap_value ret;
 	int err = 0;
@@ -548,7 +548,7 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 	 * merging them back, as for kernel/bpf/core.c.
 	 */
 next:
-	if (unlikely(--budget <= check))
+	if (unlikely(--budget < check))
 		goto tick;
 	i = *pc++;
 	goto *jumptable[KTAP_OP(i)];
@@ -575,7 +575,7 @@ op_GETUPVAL:
 op_SETUPVAL:
 	err = ktap_shared_write(vm, cl->upv[KTAP_B(i)]->v, RA);
 	if (unlikely(err))
-		goto fail;
+		goto obj_fail;
 	goto next;
 op_GETGLOBAL:
 	ktap_shared_read(vm, &vm->globals[KTAP_BX(i)], RA);
@@ -583,7 +583,7 @@ op_GETGLOBAL:
 op_SETGLOBAL:
 	err = ktap_shared_write(vm, &vm->globals[KTAP_BX(i)], RA);
 	if (unlikely(err))
-		goto fail;
+		goto obj_fail;
 	goto next;
 op_NEWTABLE: {
 	struct ktap_table *t = ktap_table_new(vm, KTAP_B(i), KTAP_C(i));
@@ -875,15 +875,17 @@ op_ATTACH:
 		goto fail;
 	goto next;
 
+obj_fail:
+	err = ktap_obj_error(x, err);
+	goto fail;
 arith_fail:
 	err = ktap_arith_error(x, RB, ktap_opinfo[KTAP_OP(i)].kind[2] ==
 			       KTAP_OPK_REG ? RC : RB);
 	goto fail;
 tick:
-	if (budget <= 0) {
-		err = ktap_rt_error(x, "instruction budget exceeded (%lld)",
-				    x->main ? (s64)KTAP_MAIN_BUDGET :
-				    (s64)vm->insn_budget);
+	if (budget < 0) {
+		err = ktap_rt_error(x, "instruction budget exceeded (%u)",
+				    x->main ? vm->main_budget : vm->insn_budget);
 		goto fail_here;
 	}
 	if (x->main) {

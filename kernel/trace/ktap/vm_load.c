@@ -101,7 +101,8 @@ const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
 enum ktap_verr { KTAP_VERIFY_ERRORS };
 
 #undef C
-#define C(a, ...)	[KTAP_VERR_##a] = __VA_ARGS__
+#define C(a, ...)	\
+	[KTAP_VERR_##a] = __VA_ARGS__
 static const char * const ktap_verr_text[] = { KTAP_VERIFY_ERRORS };
 
 #undef C
@@ -406,9 +407,11 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 					   pi, pc, op);
 		info = &ktap_opinfo[op];
 		opnd[0] = KTAP_A(insn);
-		opnd[1] = info->fmt == KTAP_FMT_ABC ? KTAP_B(insn) :
-			  info->fmt == KTAP_FMT_ABX ? KTAP_BX(insn) :
-			  KTAP_SBX(insn);
+		opnd[1] = KTAP_B(insn);
+		if (info->fmt == KTAP_FMT_ABX)
+			opnd[1] = KTAP_BX(insn);
+		else if (info->fmt == KTAP_FMT_ASBX)
+			opnd[1] = KTAP_SBX(insn);	/* signed */
 		opnd[2] = KTAP_C(insn);
 		err = 0;
 		for (k = 0; k < 3 && !err; k++) {
@@ -470,6 +473,7 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 		return ktap_reject(ld, KTAP_VERR_MEM_LIMIT, "options");
 	vm->insn_budget = opts && opts->insn_budget ? opts->insn_budget :
 			  KTAP_DEFAULT_BUDGET;
+	vm->main_budget = KTAP_MAIN_BUDGET;
 	if (ktap_pool_init(&vm->pool, mem) ||
 	    ktap_strset_init(&vm->strs, mem))
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "pool");

@@ -1,0 +1,1624 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of the ktap VM core (not the KTAP test output format,
+ * although KUnit reports in it).
+ *
+ * Images are built in C with a tiny assembler (struct tb); a fake
+ * host captures output. Suites: verifier rejections (one row per
+ * rejection path), opcode semantics (programs and their exact output),
+ * runtime errors, events and probes, builtins (printf, histogram),
+ * tables and strings through the object API.
+ */
+#include <kunit/resource.h>
+#include <kunit/test.h>
+#include <linux/seq_buf.h>
+#include <linux/string.h>
+#include "vm.h"
+
+#define TB_CODE		512
+#define TB_OUT		16384
+#define R_TMP		14	/* scratch registers of the main chunk */
+#define NREGS		16
+
+#define I(op, a, b, c)	KTAP_INSN(KTAP_OP_##op, a, b, c)
+#define IBX(op, a, bx)	KTAP_INSN_BX(KTAP_OP_##op, a, bx)
+
+/* The assembler: sections are filled in and laid out by tb_build(). */
+struct tb {
+	struct ktap_bc_header	hdr;
+	struct ktap_bc_proto	protos[8];
+	struct ktap_bc_const	consts[64];
+	struct ktap_bc_upval	upvals[16];
+	struct ktap_bc_probe	probes[4];
+	u32			words[8];
+	u32			code[TB_CODE];
+	u32			lines[TB_CODE];
+	char			strtab[1024];
+	u32			nprotos, nconsts, nupvals, nprobes, nwords;
+	u32			ncode, strtab_len, cur, line;
+	bool			no_lines;
+	void			*img;
+	size_t			len;
+};
+
+static u32 tb_name(struct tb *tb, const char *s)
+{
+	u32 off = tb->strtab_len;
+
+	strscpy(tb->strtab + off, s, sizeof(tb->strtab) - off);
+	tb->strtab_len += strlen(s) + 1;
+	return off;
+}
+
+static u32 tb_kint(struct tb *tb, s64 v)
+{
+	tb->consts[tb->nconsts] = (struct ktap_bc_const){ .type = KTAP_BC_CONST_INT,
+							  .val = v };
+	return tb->nconsts++;
+}
+
+static u32 tb_kstr(struct tb *tb, const char *s)
+{
+	u32 off = tb_name(tb, s);
+
+	tb->consts[tb->nconsts] = (struct ktap_bc_const){ .type = KTAP_BC_CONST_STR,
+							  .len = strlen(s),
+							  .val = off };
+	return tb->nconsts++;
+}
+
+static void tb_emit(struct tb *tb, u32 insn)
+{
+	tb->lines[tb->ncode] = tb->line;
+	tb->code[tb->ncode++] = insn;
+	tb->protos[tb->cur].ncode++;
+}
+
+/* Start function @idx (in order) nested in @parent. */
+static u32 tb_func(struct tb *tb, u32 parent, u8 nparams, u8 nregs)
+{
+	u32 idx = tb->nprotos++;
+
+	tb->protos[idx] = (struct ktap_bc_proto){
+		.code_start = tb->ncode, .nparams = nparams, .nregs = nregs,
+		.parent = parent, .name = KTAP_BC_NO_STR,
+		.upval_start = tb->nupvals,
+	};
+	tb->cur = idx;
+	return idx;
+}
+
+static void tb_upval(struct tb *tb, u8 in_stack, u8 index)
+{
+	tb->upvals[tb->nupvals++] = (struct ktap_bc_upval){ in_stack, index };
+	tb->protos[tb->cur].nupvals++;
+}
+
+static u32 tb_probe(struct tb *tb, u32 type)
+{
+	tb->probes[tb->nprobes] = (struct ktap_bc_probe){
+		.type = type, .spec = tb_name(tb, "tp:test"),
+		.target = KTAP_BC_NO_STR,
+	};
+	return tb->nprobes++;
+}
+
+static struct tb *tb_new(struct kunit *test)
+{
+	struct tb *tb = kunit_kzalloc(test, sizeof(*tb), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, tb);
+	tb->hdr.chunkname = tb_name(tb, "test.kp");
+	tb->line = 1;
+	tb_func(tb, KTAP_BC_NO_STR, 0, NREGS);
+	return tb;
+}
+
+/* print(R(reg)) from the main chunk. */
+static void tb_print(struct tb *tb, u8 reg)
+{
+	tb_emit(tb, I(MOVE, R_TMP + 1, reg, 0));
+	tb_emit(tb, I(CALLB, R_TMP, 1, KTAP_BI_print));
+}
+
+static size_t tb_place(size_t *off, size_t align, size_t bytes)
+{
+	size_t at = ALIGN(*off, align);
+
+	*off = at + bytes;
+	return at;
+}
+
+static void tb_sect(struct ktap_bc_section *s, size_t *off, size_t align,
+		    size_t elem, u32 count)
+{
+	s->count = count;
+	s->off = count ? tb_place(off, align, elem * count) : 0;
+}
+
+static void tb_build(struct kunit *test, struct tb *tb)
+{
+	struct ktap_bc_header *h = &tb->hdr;
+	size_t off = sizeof(*h);
+	char *img;
+
+	h->magic = KTAP_BC_MAGIC;
+	h->abi_version = KTAP_ABI_VERSION;
+	h->hdr_size = sizeof(*h);
+	tb_sect(&h->protos, &off, 8, sizeof(tb->protos[0]), tb->nprotos);
+	tb_sect(&h->consts, &off, 8, sizeof(tb->consts[0]), tb->nconsts);
+	tb_sect(&h->strtab, &off, 1, 1, tb->strtab_len);
+	tb_sect(&h->code, &off, 4, 4, tb->ncode);
+	tb_sect(&h->lines, &off, 4, 4, tb->no_lines ? 0 : tb->ncode);
+	tb_sect(&h->upvals, &off, 2, sizeof(tb->upvals[0]), tb->nupvals);
+	tb_sect(&h->probes, &off, 8, sizeof(tb->probes[0]), tb->nprobes);
+	tb_sect(&h->words, &off, 4, 4, tb->nwords);
+	tb->len = ALIGN(off, 8);
+	h->total_size = tb->len;
+	img = kunit_kzalloc(test, tb->len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, img);
+	memcpy(img + h->protos.off, tb->protos, h->protos.count * sizeof(tb->protos[0]));
+	memcpy(img + h->consts.off, tb->consts, h->consts.count * sizeof(tb->consts[0]));
+	memcpy(img + h->strtab.off, tb->strtab, h->strtab.count);
+	memcpy(img + h->code.off, tb->code, h->code.count * 4);
+	memcpy(img + h->lines.off, tb->lines, h->lines.count * 4);
+	memcpy(img + h->upvals.off, tb->upvals, h->upvals.count * sizeof(tb->upvals[0]));
+	memcpy(img + h->probes.off, tb->probes, h->probes.count * sizeof(tb->probes[0]));
+	memcpy(img + h->words.off, tb->words, h->words.count * 4);
+	memcpy(img, h, sizeof(*h));
+	tb->img = img;
+}
+
+/* The fake session. */
+struct fake_host {
+	struct seq_buf		out;
+	char			buf[TB_OUT];
+	int			exits;
+	int			attached;
+	u32			probe;
+	struct ktap_closure	*fn;
+	struct ktap_vm		*vm;
+	bool			recurse;
+	int			recurse_ret;
+};
+
+static void fake_write(void *host, const char *buf, size_t len)
+{
+	struct fake_host *h = host;
+
+	seq_buf_printf(&h->out, "%.*s", (int)len, buf);
+	if (h->recurse) {
+		h->recurse = false;
+		h->recurse_ret = ktap_vm_fire(h->vm, h->fn, NULL);
+	}
+}
+
+static int fake_attach(void *host, u32 probe, struct ktap_closure *fn)
+{
+	struct fake_host *h = host;
+
+	h->attached++;
+	h->probe = probe;
+	h->fn = fn;
+	return 0;
+}
+
+static void fake_exit(void *host)
+{
+	struct fake_host *h = host;
+
+	h->exits++;
+}
+
+static const struct ktap_host_ops fake_ops = {
+	.attach	= fake_attach,
+	.write	= fake_write,
+	.exit	= fake_exit,
+};
+
+KUNIT_DEFINE_ACTION_WRAPPER(ktap_vm_free_action, ktap_vm_free, struct ktap_vm *);
+
+static struct fake_host *fake_new(struct kunit *test)
+{
+	struct fake_host *h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	seq_buf_init(&h->out, h->buf, sizeof(h->buf) - 1);
+	return h;
+}
+
+static const char *fake_text(struct fake_host *h)
+{
+	h->buf[seq_buf_used(&h->out)] = '\0';
+	return h->buf;
+}
+
+static struct ktap_vm *t_load(struct kunit *test, struct tb *tb,
+			      struct fake_host *h, u32 budget)
+{
+	struct ktap_vm_opts opts = { .insn_budget = budget };
+	char log[256];
+	struct ktap_vm *vm;
+
+	tb_build(test, tb);
+	vm = ktap_vm_load(tb->img, tb->len, &opts, &fake_ops, h, log,
+			  sizeof(log));
+	if (IS_ERR(vm))
+		kunit_info(test, "load: %s", log);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(vm));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, ktap_vm_free_action, vm));
+	h->vm = vm;
+	return vm;
+}
+
+/* Load and run the main chunk; return its output. */
+static const char *t_run(struct kunit *test, struct tb *tb, int *ret)
+{
+	struct fake_host *h = fake_new(test);
+	struct ktap_vm *vm = t_load(test, tb, h, 0);
+	int err = ktap_vm_run_main(vm);
+
+	if (ret)
+		*ret = err;
+	else
+		KUNIT_EXPECT_EQ(test, err, 0);
+	return fake_text(h);
+}
+
+/*
+ * Verifier: every rejection path. Each row mutates a valid image
+ * (main: LOADI r0 1; RETURN r0 0) and expects -EINVAL (or the errno
+ * given) with exactly this log text.
+ */
+struct verr_case {
+	const char	*name;
+	void		(*mut)(struct tb *tb);
+	void		(*post)(struct tb *tb);	/* on the built bytes */
+	int		err;
+	const char	*log;
+};
+
+#define HDR(tb)	((struct ktap_bc_header *)(tb)->img)
+
+static void m_magic(struct tb *tb) { HDR(tb)->magic ^= 1; }
+static void m_version(struct tb *tb) { HDR(tb)->abi_version = 99; }
+static void m_hdrsize(struct tb *tb) { HDR(tb)->hdr_size = 8; }
+static void m_hdrbig(struct tb *tb) { HDR(tb)->hdr_size = 0xfff0; }
+static void m_total(struct tb *tb) { HDR(tb)->total_size += 8; }
+static void m_flags(struct tb *tb) { HDR(tb)->flags = 1; }
+static void m_resv(struct tb *tb) { HDR(tb)->__reserved[3] = 1; }
+static void m_nglob(struct tb *tb) { HDR(tb)->nglobals = KTAP_MAX_GLOBALS + 1; }
+static void m_noprotos(struct tb *tb) { HDR(tb)->protos.count = 0; }
+static void m_sect(struct tb *tb) { HDR(tb)->code.count += 1000; }
+static void m_align(struct tb *tb) { HDR(tb)->code.off += 1; }
+static void m_count(struct tb *tb) { HDR(tb)->probes.count = KTAP_MAX_PROBES + 1; }
+static void m_chunk(struct tb *tb) { HDR(tb)->chunkname = 100000; }
+static void m_lines(struct tb *tb) { HDR(tb)->lines.count -= 1; }
+
+/* A header extension of zeros is accepted; see t_verify_hdr_ext. */
+static void m_tail(struct tb *tb)
+{
+	struct ktap_bc_header *h = HDR(tb);
+
+	h->hdr_size = sizeof(*h) + 8;
+	((char *)h)[sizeof(*h) + 3] = 1;
+}
+
+static void m_ctype(struct tb *tb) { tb->consts[tb_kint(tb, 1)].type = 7; }
+static void m_cstr(struct tb *tb) { tb->consts[tb_kstr(tb, "x")].val = 5000; }
+static void m_cintlen(struct tb *tb) { tb->consts[tb_kint(tb, 1)].len = 1; }
+static void m_crange(struct tb *tb) { tb->protos[0].ncode = 100; }
+static void m_empty(struct tb *tb) { tb_func(tb, 0, 0, 2); }
+static void m_nparams(struct tb *tb) { tb->protos[0].nparams = NREGS + 1; }
+static void m_nregs(struct tb *tb) { tb->protos[0].nregs = 251; tb->protos[0].nparams = 0; }
+static void m_p0parent(struct tb *tb) { tb->protos[0].parent = 0; }
+static void m_presv(struct tb *tb) { tb->protos[0].__reserved = 1; }
+static void m_pname(struct tb *tb) { tb->protos[0].name = 4000; }
+
+static void m_order(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb->protos[1].code_start = 0;
+	tb->protos[1].ncode = 1;
+}
+
+static void m_parent(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb->protos[1].parent = 1;
+}
+
+static void m_upvrange(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb->protos[1].nupvals = 3;
+}
+
+static void m_upvdesc(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_upval(tb, 1, NREGS);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void m_upvdesc2(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_upval(tb, 0, 0);	/* the main chunk has no upvalues */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+/* Instruction-level rows replace the main chunk's first instruction. */
+#define INSN_ROW(fn, insn)						\
+static void fn(struct tb *tb) { tb->code[0] = (insn); }
+
+INSN_ROW(m_opcode2, 0xff)
+INSN_ROW(m_reg, I(MOVE, 0, NREGS, 0))
+INSN_ROW(m_rega, I(LOADI, NREGS, 0, 0))
+INSN_ROW(m_nonzero, I(MOVE, 0, 1, 5))
+INSN_ROW(m_rcnt, I(LOADNIL, 10, 6, 0))
+INSN_ROW(m_reg4, IBX(FORLOOP, NREGS - 3, 0))
+INSN_ROW(m_const, IBX(LOADK, 0, 60))
+INSN_ROW(m_upv, I(GETUPVAL, 0, 0, 0))
+INSN_ROW(m_global, IBX(GETGLOBAL, 0, 0))
+INSN_ROW(m_proto, IBX(CLOSURE, 0, 1))
+INSN_ROW(m_jump, IBX(JMP, 0, 5))
+INSN_ROW(m_jumpback, IBX(JMP, 0, -2))
+INSN_ROW(m_jmpa, IBX(JMP, 1, 0))
+INSN_ROW(m_bool, I(LOADBOOL, 0, 2, 0))
+INSN_ROW(m_builtin, I(CALLB, 0, 0, KTAP_BI__COUNT))
+INSN_ROW(m_argc, I(CALLB, 0, 0, KTAP_BI_printf))
+INSN_ROW(m_argc2, I(CALLB, 0, 2, KTAP_BI_len))
+INSN_ROW(m_probe, IBX(ATTACH, 0, 0))
+INSN_ROW(m_skip, I(EQ, 0, 0, 0))
+
+static void m_kint(struct tb *tb)
+{
+	tb->code[0] = I(ADDK, 0, 0, tb_kstr(tb, "s"));
+}
+
+static void m_kstr(struct tb *tb)
+{
+	tb->code[0] = I(GETFIELD, 0, 0, tb_kint(tb, 3));
+}
+
+static void m_last2(struct tb *tb)
+{
+	tb->code[1] = I(LOADI, 0, 0, 0);
+}
+
+static void m_mainonly(struct tb *tb)
+{
+	tb_probe(tb, KTAP_PROBE_END);
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, IBX(ATTACH, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void m_notchild(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 1, 0, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb->code[0] = IBX(CLOSURE, 0, 2);
+}
+
+static void m_ptype(struct tb *tb) { tb->probes[tb_probe(tb, 0)].type = KTAP_PROBE__COUNT; }
+static void m_pflags(struct tb *tb) { tb->probes[tb_probe(tb, 0)].flags = 2; }
+static void m_presv2(struct tb *tb) { tb->probes[tb_probe(tb, 0)].__reserved[1] = 1; }
+static void m_pspec(struct tb *tb) { tb->probes[tb_probe(tb, 0)].spec = 9999; }
+static void m_pids(struct tb *tb) { tb->probes[tb_probe(tb, 0)].nids = 3; }
+
+static void m_unterm(struct tb *tb)
+{
+	u32 idx = tb_probe(tb, 0);
+
+	/* the last strtab byte is the NUL of "tp:test": drop it */
+	tb->probes[idx].spec = tb->strtab_len - 3;
+	tb->strtab_len--;
+}
+
+static void p_toobig(struct tb *tb) { tb->len = KTAP_MAX_IMAGE + 1; }
+static void p_short(struct tb *tb) { tb->len = sizeof(struct ktap_bc_header) - 1; }
+
+static const struct verr_case verr_cases[] = {
+	{ "magic", NULL, m_magic, -EINVAL, "header: bad magic" },
+	{ "version", NULL, m_version, -EINVAL, "header: unsupported ABI version" },
+	{ "hdr_size small", NULL, m_hdrsize, -EINVAL, "header: bad header size" },
+	{ "hdr_size beyond image", NULL, m_hdrbig, -EINVAL, "header: bad header size" },
+	{ "hdr tail", NULL, m_tail, -EINVAL, "header: unknown header extension is not zero" },
+	{ "total_size", NULL, m_total, -EINVAL, "header: total_size does not match the image length" },
+	{ "flags", NULL, m_flags, -EINVAL, "header: unknown flags" },
+	{ "reserved", NULL, m_resv, -EINVAL, "header: reserved field is not zero" },
+	{ "nglobals", NULL, m_nglob, -EINVAL, "header: too many globals" },
+	{ "no main", NULL, m_noprotos, -EINVAL, "header: no main chunk" },
+	{ "section bounds", NULL, m_sect, -EINVAL, "section code: section out of bounds" },
+	{ "section align", NULL, m_align, -EINVAL, "section code: section misaligned" },
+	{ "section count", NULL, m_count, -EINVAL, "section probes: too many elements" },
+	{ "lines", NULL, m_lines, -EINVAL, "section lines: line table does not match the code" },
+	{ "chunkname", NULL, m_chunk, -EINVAL, "header chunkname: string reference out of bounds or unterminated" },
+	{ "too big", NULL, p_toobig, -E2BIG, "image: image larger than the kernel accepts" },
+	{ "short", NULL, p_short, -EINVAL, "image: image shorter than its header" },
+	{ "const type", m_ctype, NULL, -EINVAL, "const 0: unknown constant type" },
+	{ "const str", m_cstr, NULL, -EINVAL, "const 0: constant string out of bounds" },
+	{ "const int len", m_cintlen, NULL, -EINVAL, "const 0: unused operand is not zero" },
+	{ "code range", m_crange, NULL, -EINVAL, "proto 0: code range out of bounds" },
+	{ "code order", m_order, NULL, -EINVAL, "proto 1: code ranges overlap or are out of order" },
+	{ "empty", m_empty, NULL, -EINVAL, "proto 1: function has no code" },
+	{ "nparams", m_nparams, NULL, -EINVAL, "proto 0: bad frame size" },
+	{ "nregs", m_nregs, NULL, -EINVAL, "proto 0: bad frame size" },
+	{ "proto reserved", m_presv, NULL, -EINVAL, "proto 0: reserved field is not zero" },
+	{ "proto name", m_pname, NULL, -EINVAL, "proto 0: string reference out of bounds or unterminated" },
+	{ "main parent", m_p0parent, NULL, -EINVAL, "proto 0: bad enclosing function" },
+	{ "parent", m_parent, NULL, -EINVAL, "proto 1: bad enclosing function" },
+	{ "upval range", m_upvrange, NULL, -EINVAL, "proto 1: upvalue range out of bounds" },
+	{ "upval reg", m_upvdesc, NULL, -EINVAL, "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
+	{ "upval upval", m_upvdesc2, NULL, -EINVAL, "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
+	{ "opcode 0xff", m_opcode2, NULL, -EINVAL, "proto 0 insn 0 (0xff): unknown opcode" },
+	{ "reg B", m_reg, NULL, -EINVAL, "proto 0 insn 0 (MOVE): register out of range" },
+	{ "reg A", m_rega, NULL, -EINVAL, "proto 0 insn 0 (LOADI): register out of range" },
+	{ "none", m_nonzero, NULL, -EINVAL, "proto 0 insn 0 (MOVE): unused operand is not zero" },
+	{ "rcnt", m_rcnt, NULL, -EINVAL, "proto 0 insn 0 (LOADNIL): register out of range" },
+	{ "reg4", m_reg4, NULL, -EINVAL, "proto 0 insn 0 (FORLOOP): register out of range" },
+	{ "const", m_const, NULL, -EINVAL, "proto 0 insn 0 (LOADK): constant out of range" },
+	{ "kint", m_kint, NULL, -EINVAL, "proto 0 insn 0 (ADDK): constant is not an integer" },
+	{ "kstr", m_kstr, NULL, -EINVAL, "proto 0 insn 0 (GETFIELD): constant is not a string" },
+	{ "upv", m_upv, NULL, -EINVAL, "proto 0 insn 0 (GETUPVAL): upvalue out of range" },
+	{ "global", m_global, NULL, -EINVAL, "proto 0 insn 0 (GETGLOBAL): global out of range" },
+	{ "proto", m_proto, NULL, -EINVAL, "proto 0 insn 0 (CLOSURE): function out of range or not nested here" },
+	{ "not child", m_notchild, NULL, -EINVAL, "proto 0 insn 0 (CLOSURE): function out of range or not nested here" },
+	{ "jump fwd", m_jump, NULL, -EINVAL, "proto 0 insn 0 (JMP): jump target out of range" },
+	{ "jump back", m_jumpback, NULL, -EINVAL, "proto 0 insn 0 (JMP): jump target out of range" },
+	{ "jmp A", m_jmpa, NULL, -EINVAL, "proto 0 insn 0 (JMP): unused operand is not zero" },
+	{ "bool", m_bool, NULL, -EINVAL, "proto 0 insn 0 (LOADBOOL): operand is not 0 or 1" },
+	{ "builtin", m_builtin, NULL, -EINVAL, "proto 0 insn 0 (CALLB): unknown builtin" },
+	{ "argc min", m_argc, NULL, -EINVAL, "proto 0 insn 0 (CALLB): wrong number of arguments to builtin" },
+	{ "argc max", m_argc2, NULL, -EINVAL, "proto 0 insn 0 (CALLB): wrong number of arguments to builtin" },
+	{ "probe", m_probe, NULL, -EINVAL, "proto 0 insn 0 (ATTACH): probe out of range" },
+	{ "skip", m_skip, NULL, -EINVAL, "proto 0 insn 0 (EQ): conditional not followed by JMP" },
+	{ "main only", m_mainonly, NULL, -EINVAL, "proto 1 insn 0 (ATTACH): only valid in the main chunk" },
+	{ "no return", m_last2, NULL, -EINVAL, "proto 0 insn 1 (LOADI): function does not end with RETURN or JMP" },
+	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
+	{ "probe flags", m_pflags, NULL, -EINVAL, "probe 0: unknown flags" },
+	{ "probe reserved", m_presv2, NULL, -EINVAL, "probe 0: reserved field is not zero" },
+	{ "probe spec", m_pspec, NULL, -EINVAL, "probe 0: string reference out of bounds or unterminated" },
+	{ "probe unterminated", m_unterm, NULL, -EINVAL, "probe 0: string reference out of bounds or unterminated" },
+	{ "probe ids", m_pids, NULL, -EINVAL, "probe 0: event id list out of bounds" },
+};
+
+static void verr_desc(const struct verr_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(verr, verr_cases, verr_desc);
+
+static struct tb *tb_valid(struct kunit *test)
+{
+	struct tb *tb = tb_new(test);
+
+	tb_emit(tb, I(LOADI, 0, 1, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	return tb;
+}
+
+static void t_verify_reject(struct kunit *test)
+{
+	const struct verr_case *c = test->param_value;
+	struct tb *tb = tb_valid(test);
+	struct ktap_vm *vm;
+	char log[256];
+
+	if (c->mut)
+		c->mut(tb);
+	tb_build(test, tb);
+	if (c->post)
+		c->post(tb);
+	vm = ktap_vm_load(tb->img, tb->len, NULL, &fake_ops, NULL, log,
+			  sizeof(log));
+	KUNIT_ASSERT_TRUE(test, IS_ERR(vm));
+	KUNIT_EXPECT_EQ(test, PTR_ERR(vm), c->err);
+	KUNIT_EXPECT_STREQ(test, log, c->log);
+}
+
+static void t_verify_valid(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_valid(test);
+	struct ktap_vm *vm = t_load(test, tb, h, 0);
+
+	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
+/* A zero header extension is accepted, like copy_struct_from_user(). */
+static void t_verify_hdr_ext(struct kunit *test)
+{
+	struct tb *tb = tb_valid(test);
+	struct ktap_bc_header *h;
+	struct ktap_vm *vm;
+	char *img;
+
+	tb_build(test, tb);
+	img = kunit_kzalloc(test, tb->len + 8, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, img);
+	memcpy(img + 8, tb->img, tb->len);
+	memcpy(img, tb->img, sizeof(*h));
+	memset(img + sizeof(*h), 0, 8);
+	h = (void *)img;
+	h->hdr_size += 8;
+	h->total_size += 8;
+	h->protos.off += 8;
+	h->consts.off += h->consts.count ? 8 : 0;
+	h->strtab.off += 8;
+	h->code.off += 8;
+	h->lines.off += 8;
+	vm = ktap_vm_load(img, tb->len + 8, NULL, &fake_ops, NULL, NULL, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(vm));
+	ktap_vm_free(vm);
+}
+
+/* The memory limit is checked; a tiny pool fails cleanly. */
+static void t_verify_mem_limit(struct kunit *test)
+{
+	struct ktap_vm_opts opts = { .mem_limit = 1024 };
+	struct tb *tb = tb_valid(test);
+	struct ktap_vm *vm;
+	char log[128];
+
+	tb_build(test, tb);
+	vm = ktap_vm_load(tb->img, tb->len, &opts, &fake_ops, NULL, log,
+			  sizeof(log));
+	KUNIT_EXPECT_EQ(test, PTR_ERR(vm), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, log, "options: memory limit out of range");
+}
+
+/* Every truncation of a valid image is rejected, never crashes. */
+static void t_verify_truncated(struct kunit *test)
+{
+	struct tb *tb = tb_valid(test);
+	struct ktap_vm *vm;
+	size_t len;
+
+	tb_kstr(tb, "hello");
+	tb_probe(tb, KTAP_PROBE_END);
+	tb_build(test, tb);
+	for (len = 0; len < tb->len; len++) {
+		vm = ktap_vm_load(tb->img, len, NULL, &fake_ops, NULL, NULL, 0);
+		KUNIT_EXPECT_TRUE(test, IS_ERR(vm));
+		if (!IS_ERR(vm))
+			ktap_vm_free(vm);
+	}
+}
+
+/* Every single-bit flip is either rejected or loads and runs cleanly. */
+static void t_verify_bitflips(struct kunit *test)
+{
+	struct ktap_vm_opts opts = { .mem_limit = KTAP_MIN_MEM };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+	size_t bit;
+	char *img;
+
+	tb_emit(tb, IBX(LOADK, 0, tb_kstr(tb, "hi")));
+	tb_print(tb, 0);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_build(test, tb);
+	img = kunit_kmalloc(test, tb->len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, img);
+	for (bit = 0; bit < tb->len * 8; bit++) {
+		memcpy(img, tb->img, tb->len);
+		img[bit / 8] ^= 1 << (bit % 8);
+		vm = ktap_vm_load(img, tb->len, &opts, &fake_ops, h, NULL, 0);
+		if (IS_ERR(vm))
+			continue;
+		vm->main_budget = 10000;
+		seq_buf_clear(&h->out);
+		ktap_vm_run_main(vm);
+		ktap_vm_free(vm);
+	}
+}
+
+/* Opcode semantics: each program prints; the output is compared. */
+struct prog_case {
+	const char	*name;
+	void		(*build)(struct tb *tb);
+	const char	*out;
+};
+
+static void p_arith(struct tb *tb)
+{
+	static const u8 ops[] = { KTAP_OP_ADD, KTAP_OP_SUB, KTAP_OP_MUL,
+				  KTAP_OP_DIV, KTAP_OP_MOD };
+	int k;
+
+	tb_emit(tb, IBX(LOADI, 0, 7));
+	tb_emit(tb, IBX(LOADI, 1, -2));
+	for (k = 0; k < ARRAY_SIZE(ops); k++) {
+		tb_emit(tb, KTAP_INSN(ops[k], 2, 0, 1));
+		tb_print(tb, 2);
+	}
+	tb_emit(tb, I(UNM, 2, 0, 0));
+	tb_print(tb, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_arithk(struct tb *tb)
+{
+	static const u8 ops[] = { KTAP_OP_ADDK, KTAP_OP_SUBK, KTAP_OP_MULK,
+				  KTAP_OP_DIVK, KTAP_OP_MODK };
+	u32 k3 = tb_kint(tb, -3);
+	int k;
+
+	tb_emit(tb, IBX(LOADI, 0, -10));
+	for (k = 0; k < ARRAY_SIZE(ops); k++) {
+		tb_emit(tb, KTAP_INSN(ops[k], 2, 0, k3));
+		tb_print(tb, 2);
+	}
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_wrap(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADK, 0, tb_kint(tb, S64_MAX)));
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, I(ADD, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(MUL, 2, 0, 0));
+	tb_print(tb, 2);
+	tb_emit(tb, IBX(LOADK, 0, tb_kint(tb, S64_MIN)));
+	tb_emit(tb, IBX(LOADI, 1, -1));
+	tb_emit(tb, I(DIV, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(MOD, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(UNM, 2, 0, 0));
+	tb_print(tb, 2);
+	tb_emit(tb, I(SUB, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_loads(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADK, 0, tb_kstr(tb, "str")));
+	tb_print(tb, 0);
+	tb_emit(tb, I(LOADBOOL, 1, 1, 0));
+	tb_print(tb, 1);
+	tb_emit(tb, I(LOADBOOL, 1, 0, 0));
+	tb_print(tb, 1);
+	tb_emit(tb, I(MOVE, 2, 0, 0));
+	tb_print(tb, 2);
+	tb_emit(tb, I(LOADNIL, 0, 2, 0));
+	tb_print(tb, 0);
+	tb_print(tb, 2);
+	tb_emit(tb, I(NOT, 3, 0, 0));		/* not nil */
+	tb_print(tb, 3);
+	tb_emit(tb, IBX(LOADI, 4, 0));
+	tb_emit(tb, I(NOT, 3, 4, 0));		/* not 0: 0 is true */
+	tb_print(tb, 3);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+/* Prints whether "R(b) op R(c)" (or TEST of R(b)) holds. */
+static void tb_cond(struct tb *tb, u32 op, u8 b, u8 c)
+{
+	tb_emit(tb, I(LOADBOOL, 12, 0, 0));
+	if (op == KTAP_OP_TEST)
+		tb_emit(tb, I(TEST, b, 0, 0));
+	else
+		tb_emit(tb, KTAP_INSN(op, 0, b, c));
+	tb_emit(tb, IBX(JMP, 0, 1));
+	tb_emit(tb, I(LOADBOOL, 12, 1, 0));
+	tb_print(tb, 12);
+}
+
+static void p_compare(struct tb *tb)
+{
+	u32 k1 = tb_kint(tb, 1);
+
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, IBX(LOADI, 1, 2));
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "a")));
+	tb_emit(tb, IBX(LOADK, 3, tb_kstr(tb, "b")));
+	tb_emit(tb, IBX(LOADK, 4, tb_kstr(tb, "ab")));
+	tb_emit(tb, I(CONCAT, 5, 2, 3));	/* a temporary "ab" */
+	tb_emit(tb, I(LOADNIL, 6, 0, 0));
+	tb_emit(tb, I(LOADBOOL, 7, 0, 0));
+	tb_cond(tb, KTAP_OP_LT, 0, 1);		/* true */
+	tb_cond(tb, KTAP_OP_LT, 1, 0);		/* false */
+	tb_cond(tb, KTAP_OP_LE, 1, 1);		/* true */
+	tb_cond(tb, KTAP_OP_EQ, 0, 0);		/* true */
+	tb_cond(tb, KTAP_OP_EQ, 0, 2);		/* false: int vs string */
+	tb_cond(tb, KTAP_OP_LT, 2, 3);		/* true: "a" < "b" */
+	tb_cond(tb, KTAP_OP_LE, 4, 2);		/* false: "ab" <= "a" */
+	tb_cond(tb, KTAP_OP_EQ, 4, 5);		/* true: by contents */
+	tb_cond(tb, KTAP_OP_EQK, 0, k1);	/* true */
+	tb_cond(tb, KTAP_OP_EQK, 1, k1);	/* false */
+	tb_cond(tb, KTAP_OP_TEST, 0, 0);	/* 1 is true */
+	tb_cond(tb, KTAP_OP_TEST, 6, 0);	/* nil is false */
+	tb_cond(tb, KTAP_OP_TEST, 7, 0);	/* false is false */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_concat(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADK, 0, tb_kstr(tb, "x=")));
+	tb_emit(tb, IBX(LOADI, 1, -42));
+	tb_emit(tb, I(CONCAT, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(CONCAT, 2, 1, 0));
+	tb_print(tb, 2);
+	tb_emit(tb, I(LEN, 3, 2, 0));
+	tb_print(tb, 3);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_globals(struct tb *tb)
+{
+	tb->hdr.nglobals = 2;
+	tb_emit(tb, IBX(GETGLOBAL, 0, 1));
+	tb_print(tb, 0);
+	tb_emit(tb, IBX(LOADI, 0, 5));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 1));
+	tb_emit(tb, IBX(GETGLOBAL, 1, 1));
+	tb_print(tb, 1);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_table(struct tb *tb)
+{
+	u32 kk = tb_kstr(tb, "k");
+
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "one")));
+	tb_emit(tb, I(SETTABLE, 0, 1, 2));	/* t[1] = "one" */
+	tb_emit(tb, I(SETFIELD, 0, kk, 1));	/* t.k = 1 */
+	tb_emit(tb, I(GETTABLE, 3, 0, 1));
+	tb_print(tb, 3);
+	tb_emit(tb, I(GETFIELD, 3, 0, kk));
+	tb_print(tb, 3);
+	tb_emit(tb, IBX(LOADK, 4, tb_kstr(tb, "c")));
+	tb_emit(tb, IBX(LOADI, 5, 3));
+	tb_emit(tb, I(INCTABLE, 0, 4, 5));	/* t.c += 3 from nil */
+	tb_emit(tb, I(INCTABLE, 0, 4, 5));
+	tb_emit(tb, I(GETTABLE, 3, 0, 4));
+	tb_print(tb, 3);
+	tb_emit(tb, I(LEN, 3, 0, 0));
+	tb_print(tb, 3);
+	tb_emit(tb, I(MOVE, 7, 0, 0));
+	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_table_count));
+	tb_print(tb, 6);
+	tb_emit(tb, I(LOADNIL, 5, 0, 0));
+	tb_emit(tb, I(SETTABLE, 0, 4, 5));	/* t.c = nil deletes */
+	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_table_count));
+	tb_print(tb, 6);
+	tb_emit(tb, I(GETTABLE, 3, 0, 5));	/* t[nil] reads nil */
+	tb_print(tb, 3);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_for(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, IBX(LOADI, 1, 10));
+	tb_emit(tb, IBX(LOADI, 2, 1));
+	tb_emit(tb, IBX(LOADI, 4, 0));
+	tb_emit(tb, IBX(FORPREP, 0, 1));
+	tb_emit(tb, I(ADD, 4, 4, 3));
+	tb_emit(tb, IBX(FORLOOP, 0, -2));
+	tb_print(tb, 4);
+	/* for i = 10, 1, -3: 10 7 4 1 */
+	tb_emit(tb, IBX(LOADI, 0, 10));
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, IBX(LOADI, 2, -3));
+	tb_emit(tb, IBX(FORPREP, 0, 2));
+	tb_print(tb, 3);
+	tb_emit(tb, IBX(FORLOOP, 0, -3));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_pairs(struct tb *tb)
+{
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(LOADI, 5, 1));
+	tb_emit(tb, IBX(LOADI, 6, 10));
+	tb_emit(tb, I(SETTABLE, 0, 5, 6));
+	tb_emit(tb, IBX(LOADI, 5, 2));
+	tb_emit(tb, IBX(LOADI, 6, 20));
+	tb_emit(tb, I(SETTABLE, 0, 5, 6));
+	tb_emit(tb, IBX(LOADK, 5, tb_kstr(tb, "x")));
+	tb_emit(tb, IBX(LOADI, 6, 5));
+	tb_emit(tb, I(SETTABLE, 0, 5, 6));
+	tb_emit(tb, I(MOVE, 2, 0, 0));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_sort_pairs));
+	tb_emit(tb, IBX(ITERNEXT, 1, 1));
+	tb_emit(tb, IBX(JMP, 0, 5));
+	tb_print(tb, 2);
+	tb_print(tb, 3);
+	tb_emit(tb, IBX(JMP, 0, -7));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+/* function counter() { n = n + 1; return n } over main's register 0 */
+static void p_closure(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 1, 1));
+	tb_emit(tb, I(MOVE, 2, 1, 0));
+	tb_emit(tb, I(CALL, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(MOVE, 2, 1, 0));
+	tb_emit(tb, I(CALL, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_print(tb, 0);		/* the shared local changed too */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 2);
+	tb_upval(tb, 1, 0);
+	tb_emit(tb, I(GETUPVAL, 0, 0, 0));
+	tb_emit(tb, I(ADDK, 0, 0, tb_kint(tb, 1)));
+	tb_emit(tb, I(SETUPVAL, 0, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 1, 0));
+}
+
+/* function add(a, b) { return a + b }; print(add(3, 4)); add(1) fails */
+static void p_call(struct tb *tb)
+{
+	tb_emit(tb, IBX(CLOSURE, 1, 1));
+	tb_emit(tb, IBX(LOADI, 2, 3));
+	tb_emit(tb, IBX(LOADI, 3, 4));
+	tb_emit(tb, IBX(LOADI, 4, 99));		/* extra argument: dropped */
+	tb_emit(tb, I(CALL, 1, 3, 1));
+	tb_print(tb, 1);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 2, 3);
+	tb_emit(tb, I(ADD, 2, 0, 1));
+	tb_emit(tb, I(RETURN, 2, 1, 0));
+}
+
+static void p_ptable(struct tb *tb)
+{
+	static const u8 readers[] = { KTAP_BI_count, KTAP_BI_sum, KTAP_BI_avg,
+				      KTAP_BI_min, KTAP_BI_max };
+	int k;
+
+	tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_ptable));
+	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "k")));
+	tb_emit(tb, IBX(LOADI, 2, 5));
+	tb_emit(tb, I(AGGR, 0, 1, 2));
+	tb_emit(tb, IBX(LOADI, 2, 15));
+	tb_emit(tb, I(AGGR, 0, 1, 2));
+	tb_emit(tb, IBX(LOADI, 2, 1));
+	tb_emit(tb, I(AGGR, 0, 1, 2));
+	tb_emit(tb, I(GETTABLE, 5, 0, 1));
+	for (k = 0; k < ARRAY_SIZE(readers); k++) {
+		tb_emit(tb, I(CALLB, 4, 1, readers[k]));
+		tb_print(tb, 4);
+	}
+	tb_emit(tb, I(GETTABLE, 5, 0, 2));	/* absent key: count 0 */
+	tb_emit(tb, I(CALLB, 4, 1, KTAP_BI_count));
+	tb_print(tb, 4);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_convert(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 2, 12));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_tostring));
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "x")));
+	tb_emit(tb, I(CONCAT, 3, 1, 2));
+	tb_print(tb, 3);
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "0x10")));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_tonumber));
+	tb_print(tb, 1);
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "zz")));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_tonumber));
+	tb_print(tb, 1);
+	tb_emit(tb, IBX(LOADI, 2, 7));
+	tb_emit(tb, IBX(LOADK, 3, tb_kstr(tb, "b")));
+	tb_emit(tb, I(LOADBOOL, 4, 1, 0));
+	tb_emit(tb, I(CALLB, 1, 3, KTAP_BI_print));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static const struct prog_case prog_cases[] = {
+	{ "arith", p_arith, "5\n9\n-14\n-3\n1\n-7\n" },
+	{ "arith K", p_arithk, "-13\n-7\n30\n3\n-1\n" },
+	{ "wrapping", p_wrap,
+	  "-9223372036854775808\n1\n-9223372036854775808\n0\n"
+	  "-9223372036854775808\n-9223372036854775807\n" },
+	{ "loads and not", p_loads, "str\ntrue\nfalse\nstr\nnil\nnil\ntrue\nfalse\n" },
+	{ "compare and test", p_compare,
+	  "true\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\nfalse\n" },
+	{ "concat and len", p_concat, "x=-42\n-42x=\n5\n" },
+	{ "globals", p_globals, "nil\n5\n" },
+	{ "tables", p_table, "one\n1\n6\n1\n3\n2\nnil\n" },
+	{ "numeric for", p_for, "55\n10\n7\n4\n1\n" },
+	{ "sort_pairs and iterate", p_pairs, "2\n20\n1\n10\nx\n5\n" },
+	{ "closure and upvalues", p_closure, "1\n2\n2\n" },
+	{ "call with arguments", p_call, "7\n" },
+	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
+	{ "tostring tonumber print", p_convert, "12x\n16\nnil\n7\tb\ttrue\n" },
+};
+
+static void prog_desc(const struct prog_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(prog, prog_cases, prog_desc);
+
+static void t_prog(struct kunit *test)
+{
+	const struct prog_case *c = test->param_value;
+	struct tb *tb = tb_new(test);
+
+	c->build(tb);
+	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL), c->out);
+}
+
+/* Runtime errors: message with file and line, session stopped. */
+struct rterr_case {
+	const char	*name;
+	void		(*build)(struct tb *tb);
+	const char	*out;
+};
+
+static void e_div0(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, IBX(LOADI, 1, 0));
+	tb->line = 3;
+	tb_emit(tb, I(DIV, 2, 0, 1));
+	tb_print(tb, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_mod0(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb->line = 4;
+	tb_emit(tb, I(MODK, 2, 0, tb_kint(tb, 0)));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_index_nil(struct tb *tb)
+{
+	tb->line = 7;
+	tb_emit(tb, I(GETTABLE, 0, 1, 2));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_arith(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADK, 0, tb_kstr(tb, "s")));
+	tb->line = 2;
+	tb_emit(tb, I(ADD, 1, 1, 0));		/* nil + "s": nil is blamed */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_compare(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "s")));
+	tb_emit(tb, I(LT, 0, 0, 1));
+	tb_emit(tb, IBX(JMP, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_call(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, I(CALL, 0, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_key(struct tb *tb)
+{
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
+	tb_emit(tb, I(SETTABLE, 0, 1, 1));	/* a table as key */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_depth(struct tb *tb)
+{
+	tb->hdr.nglobals = 1;
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+	tb_emit(tb, I(CALL, 0, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 1);
+	tb->line = 9;
+	tb_emit(tb, IBX(GETGLOBAL, 0, 0));
+	tb_emit(tb, I(CALL, 0, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_for_step(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, IBX(LOADI, 1, 2));
+	tb_emit(tb, IBX(LOADI, 2, 0));
+	tb_emit(tb, IBX(FORPREP, 0, 0));
+	tb_emit(tb, IBX(FORLOOP, 0, -1));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_event_in_main(struct tb *tb)
+{
+	tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_probename));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_printf(struct tb *tb)
+{
+	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "%d\n")));
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "notanumber")));
+	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_printf));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void e_sort_cmp(struct tb *tb)
+{
+	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 2, 1));
+	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 2, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static const struct rterr_case rterr_cases[] = {
+	{ "division by zero", e_div0, "ktap: error: test.kp:3: division by zero\n" },
+	{ "modulo by zero", e_mod0, "ktap: error: test.kp:4: modulo by zero\n" },
+	{ "index nil", e_index_nil, "ktap: error: test.kp:7: attempt to index a nil value\n" },
+	{ "arith on nil", e_arith, "ktap: error: test.kp:2: attempt to perform arithmetic on a nil value\n" },
+	{ "compare", e_compare, "ktap: error: test.kp:1: attempt to compare number with string\n" },
+	{ "call number", e_call, "ktap: error: test.kp:1: attempt to call a number value\n" },
+	{ "table key", e_key, "ktap: error: test.kp:1: invalid table key (a table value)\n" },
+	{ "call depth", e_depth, "ktap: error: test.kp:9: call depth exceeded (32)\n" },
+	{ "for step zero", e_for_step, "ktap: error: test.kp:1: 'for' step is zero\n" },
+	{ "event builtin in main", e_event_in_main,
+	  "ktap: error: test.kp:1: probename() needs an event: not in the main chunk\n" },
+	{ "printf type", e_printf,
+	  "ktap: error: test.kp:1: bad argument #2 to 'printf' (number expected, got string)\n" },
+	{ "sort_pairs cmp", e_sort_cmp,
+	  "ktap: error: test.kp:1: sort_pairs: a comparison function is not supported\n" },
+};
+
+static void rterr_desc(const struct rterr_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(rterr, rterr_cases, rterr_desc);
+
+static void t_rterr(struct kunit *test)
+{
+	const struct rterr_case *c = test->param_value;
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm_stats st;
+	struct ktap_vm *vm;
+
+	c->build(tb);
+	vm = t_load(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), c->out);
+	KUNIT_EXPECT_EQ(test, h->exits, 1);
+	ktap_vm_stats(vm, &st);
+	KUNIT_EXPECT_EQ(test, st.errors, 1);
+}
+
+/* Events and probes. */
+struct fake_event {
+	struct ktap_event	ev;
+	s64			retval;
+};
+
+static int fe_field(struct ktap_vm *vm, struct ktap_event *ev,
+		    const char *name, u32 len, struct ktap_value *out)
+{
+	if (!strcmp(name, "foo")) {
+		ktap_value_int(out, 42);
+		return 0;
+	}
+	if (!strcmp(name, "name"))
+		return ktap_value_str(vm, out, ev->name, strlen(ev->name));
+	return -ENOENT;
+}
+
+static int fe_tostring(struct ktap_vm *vm, struct ktap_event *ev,
+		       struct seq_buf *s)
+{
+	seq_buf_printf(s, "%s(a: 1)", ev->name);
+	return 0;
+}
+
+static int fe_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
+		  struct ktap_value *out)
+{
+	ktap_value_int(out, n * 10);
+	return 0;
+}
+
+static int fe_set_retval(struct ktap_vm *vm, struct ktap_event *ev, s64 v)
+{
+	container_of(ev, struct fake_event, ev)->retval = v;
+	return 0;
+}
+
+static const struct ktap_event_ops fe_ops = {
+	.field		= fe_field,
+	.tostring	= fe_tostring,
+	.arg		= fe_arg,
+	.set_retval	= fe_set_retval,
+};
+
+/* Main attaches proto 1 to probe 0; returns the loaded VM. */
+static struct ktap_vm *t_attach(struct kunit *test, struct tb *tb,
+				struct fake_host *h, u32 budget)
+{
+	struct ktap_vm *vm = t_load(test, tb, h, budget);
+
+	KUNIT_ASSERT_EQ(test, ktap_vm_run_main(vm), 0);
+	KUNIT_ASSERT_EQ(test, h->attached, 1);
+	KUNIT_ASSERT_EQ(test, h->probe, 0);
+	return vm;
+}
+
+static void tb_main_attach(struct tb *tb, u32 type)
+{
+	tb_probe(tb, type);
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, IBX(ATTACH, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void t_event(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "sys_x" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb->hdr.nglobals = 1;
+	tb_main_attach(tb, KTAP_PROBE_TRACEPOINT);
+	tb_func(tb, 0, 1, 8);
+	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "foo")));
+	tb_emit(tb, I(MOVE, 7, 1, 0));
+	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_print));
+	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "tostring")));
+	tb_emit(tb, I(CALL, 1, 0, 1));
+	tb_emit(tb, I(MOVE, 7, 1, 0));
+	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_print));
+	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "set_retval")));
+	tb_emit(tb, IBX(LOADI, 2, -5));
+	tb_emit(tb, I(CALL, 1, 1, 0));
+	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "name")));
+	tb_emit(tb, IBX(SETGLOBAL, 1, 0));	/* a field string is kept */
+	tb_emit(tb, I(CALLB, 3, 0, KTAP_BI_probename));
+	tb_emit(tb, I(CALLB, 4, 0, KTAP_BI_argstr));
+	tb_emit(tb, IBX(LOADI, 6, 3));
+	tb_emit(tb, I(CALLB, 5, 1, KTAP_BI_argn));
+	tb_emit(tb, I(CALLB, 2, 3, KTAP_BI_print));
+	tb_emit(tb, I(MOVE, 7, 0, 0));
+	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_print));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+
+	vm = t_attach(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "42\nsys_x(a: 1)\nsys_x\tsys_x(a: 1)\t30\nsys_x(a: 1)\n");
+	KUNIT_EXPECT_EQ(test, fe.retval, -5);
+	KUNIT_EXPECT_EQ(test, vm->globals[0].type, KTAP_TSTR);
+	KUNIT_EXPECT_TRUE(test, vm->globals[0].s->interned);
+	KUNIT_EXPECT_STREQ(test, vm->globals[0].s->data, "sys_x");
+}
+
+static void t_event_errors(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm_stats st;
+	struct ktap_vm *vm;
+
+	tb->hdr.nglobals = 1;
+	tb_main_attach(tb, KTAP_PROBE_TRACEPOINT);
+	tb_func(tb, 0, 1, 4);
+	tb_emit(tb, IBX(SETGLOBAL, 0, 0));	/* storing the event fails */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+
+	vm = t_attach(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:1: an event can only be used while its handler runs\n");
+	KUNIT_EXPECT_EQ(test, h->exits, 1);
+	/* halted: later firings are skipped */
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -ESHUTDOWN);
+	ktap_vm_stats(vm, &st);
+	KUNIT_EXPECT_EQ(test, st.hits, 1);
+	KUNIT_EXPECT_EQ(test, st.errors, 1);
+}
+
+static void t_event_nofield(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb_main_attach(tb, KTAP_PROBE_TRACEPOINT);
+	tb_func(tb, 0, 1, 4);
+	tb->line = 5;
+	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "nope")));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:5: event has no field 'nope'\n");
+}
+
+/* `while (1) {}` in a handler ends with the budget error. */
+static void t_budget_handler(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb_main_attach(tb, KTAP_PROBE_TIMER);
+	tb_func(tb, 0, 0, 1);
+	tb->line = 2;
+	tb_emit(tb, IBX(JMP, 0, -1));
+	vm = t_attach(test, tb, h, 5000);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:2: instruction budget exceeded (5000)\n");
+}
+
+/* The same in the main chunk: preemptible, ends with the error too. */
+static void t_budget_main(struct kunit *test)
+{
+	struct tb *tb = tb_new(test);
+	int ret;
+
+	tb->line = 4;
+	tb_emit(tb, IBX(JMP, 0, -1));
+	KUNIT_EXPECT_STREQ(test, t_run(test, tb, &ret),
+			   "ktap: error: test.kp:4: instruction budget exceeded (100000000)\n");
+	KUNIT_EXPECT_EQ(test, ret, -EINVAL);
+}
+
+/* A handler exactly within budget completes. */
+static void t_budget_exact(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb_main_attach(tb, KTAP_PROBE_TIMER);
+	tb_func(tb, 0, 0, 1);
+	tb_emit(tb, IBX(LOADI, 0, 1));
+	tb_emit(tb, IBX(LOADI, 0, 2));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 3);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), 0);
+	vm->insn_budget = 2;
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), -EINVAL);
+}
+
+/* A probe firing inside ktap (here: from output) is counted, skipped. */
+static void t_recursion(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm_stats st;
+	struct ktap_vm *vm;
+
+	tb_main_attach(tb, KTAP_PROBE_TIMER);
+	tb_func(tb, 0, 0, 3);
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "hit")));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_print));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 0);
+	h->recurse = true;
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), 0);
+	KUNIT_EXPECT_EQ(test, h->recurse_ret, -EBUSY);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "hit\n");
+	ktap_vm_stats(vm, &st);
+	KUNIT_EXPECT_EQ(test, st.recursion, 1);
+	KUNIT_EXPECT_EQ(test, st.hits, 1);
+	/* the guard is released: the next firing runs */
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "hit\nhit\n");
+}
+
+/* exit() halts; END handlers still run afterwards. */
+static void t_exit(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_event end = { .probe = 1 };
+	struct ktap_closure *fn;
+	struct ktap_vm *vm;
+
+	tb_probe(tb, KTAP_PROBE_TIMER);
+	tb_probe(tb, KTAP_PROBE_END);
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, IBX(ATTACH, 0, 0));
+	tb_emit(tb, I(CALLB, 1, 0, KTAP_BI_exit));
+	tb_print(tb, 0);			/* not reached */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 3);
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "end")));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_print));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_load(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
+	KUNIT_EXPECT_EQ(test, h->exits, 1);
+	fn = h->fn;
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, fn, NULL), 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, fn, &end), 0);
+	end.probe = 0;
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, fn, &end), -ESHUTDOWN);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "end\nend\n");
+}
+
+/* printf conversions. */
+struct printf_case {
+	const char	*fmt;
+	s64		arg;
+	const char	*sarg;
+	const char	*out;
+};
+
+static const struct printf_case printf_cases[] = {
+	{ "%d", -42, NULL, "-42" },
+	{ "%i|%5d|%-5d|", 7, NULL, "7|    7|7    |" },
+	{ "%05d", -42, NULL, "-0042" },
+	{ "%+d % d", 5, NULL, "+5  5" },
+	{ "%u", -1, NULL, "18446744073709551615" },
+	{ "%x %X", 255, NULL, "ff FF" },
+	{ "%08x", 0xbeef, NULL, "0000beef" },
+	{ "%c%c", 'k', NULL, "kk" },
+	{ "%p", 0x1000, NULL, "0x1000" },
+	{ "100%%", 0, NULL, "100%" },
+	{ "%lld %ld", 9, NULL, "9 9" },
+	{ "[%s]", 0, "str", "[str]" },
+	{ "[%6s][%-4s]", 0, "ab", "[    ab][ab  ]" },
+	{ "[%.2s]", 0, "abcdef", "[ab]" },
+	{ "%s", 12, NULL, "12" },
+	{ "%d\n", 1, NULL, "1\n" },
+};
+
+static void printf_desc(const struct printf_case *c, char *desc)
+{
+	strscpy(desc, c->fmt, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(printf, printf_cases, printf_desc);
+
+static void t_printf(struct kunit *test)
+{
+	const struct printf_case *c = test->param_value;
+	struct tb *tb = tb_new(test);
+	int k, n = 0;
+
+	/* as many copies of the argument as the format has conversions */
+	for (k = 0; c->fmt[k]; k++)
+		if (c->fmt[k] == '%' && c->fmt[k + 1] != '%')
+			n++;
+		else if (c->fmt[k] == '%')
+			k++;
+	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, c->fmt)));
+	for (k = 0; k < n; k++) {
+		if (c->sarg)
+			tb_emit(tb, IBX(LOADK, 2 + k, tb_kstr(tb, c->sarg)));
+		else
+			tb_emit(tb, IBX(LOADK, 2 + k, tb_kint(tb, c->arg)));
+	}
+	tb_emit(tb, I(CALLB, 0, 1 + n, KTAP_BI_printf));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL), c->out);
+}
+
+/* histogram(t): the chart of the LWN article, by count, descending. */
+static void t_histogram(struct kunit *test)
+{
+	static const char * const keys[] = { "sys_enter_open", "sys_enter_close",
+					     "sys_enter_newfstat", "sys_enter_read" };
+	static const s64 counts[] = { 40, 20, 20, 1 };
+	struct tb *tb = tb_new(test);
+	int k;
+
+	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
+	for (k = 0; k < ARRAY_SIZE(keys); k++) {
+		tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, keys[k])));
+		tb_emit(tb, IBX(LOADK, 3, tb_kint(tb, counts[k])));
+		tb_emit(tb, I(INCTABLE, 1, 2, 3));
+	}
+	tb_emit(tb, I(CALLB, 0, 1, KTAP_BI_histogram));
+	tb_emit(tb, IBX(LOADI, 2, 2));
+	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_print_hist));	/* 2 rows */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL),
+		"            value ------------- Distribution ------------- count\n"
+		"    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
+		"   sys_enter_close |@@@@@@@@@                              20\n"
+		"sys_enter_newfstat |@@@@@@@@@                              20\n"
+		"    sys_enter_read |                                       1\n"
+		"            value ------------- Distribution ------------- count\n"
+		"    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
+		"   sys_enter_close |@@@@@@@@@                              20\n");
+}
+
+/* Tables and strings through the object API. */
+static struct ktap_vm *t_empty_vm(struct kunit *test, size_t mem)
+{
+	struct ktap_vm_opts opts = { .mem_limit = mem };
+	struct tb *tb = tb_valid(test);
+	struct ktap_vm *vm;
+
+	tb_build(test, tb);
+	vm = ktap_vm_load(tb->img, tb->len, &opts, &fake_ops, NULL, NULL, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(vm));
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, ktap_vm_free_action, vm));
+	return vm;
+}
+
+static void t_table_growth(struct kunit *test)
+{
+	struct ktap_vm *vm = t_empty_vm(test, 16 << 20);
+	struct ktap_table *t = ktap_table_new(vm, 0, 0);
+	struct ktap_value k, v, out;
+	char name[16];
+	s64 n;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	/* integer keys 2..3000 first: they land in the hash part */
+	for (i = 3000; i >= 2; i--) {
+		ktap_value_int(&k, i);
+		ktap_value_int(&v, i * 2);
+		KUNIT_ASSERT_EQ(test, ktap_table_set(vm, t, &k, &v), 0);
+	}
+	KUNIT_EXPECT_EQ(test, t->acap, 0);
+	/* key 1 starts the array part, which pulls 2..n out of the hash */
+	ktap_value_int(&k, 1);
+	ktap_value_int(&v, 2);
+	KUNIT_ASSERT_EQ(test, ktap_table_set(vm, t, &k, &v), 0);
+	KUNIT_EXPECT_GE(test, t->acap, 4);
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "key%d", i);
+		ktap_value_str(vm, &k, name, strlen(name));
+		KUNIT_ASSERT_EQ(test, ktap_table_inc(vm, t, &k, i), 0);
+	}
+	ktap_table_count(t, &n);
+	KUNIT_EXPECT_EQ(test, n, 3000 + 5000);
+	KUNIT_EXPECT_EQ(test, ktap_table_len(vm, t, &n), 0);
+	KUNIT_EXPECT_EQ(test, n, 3000);
+	for (i = 1; i <= 3000; i++) {
+		ktap_value_int(&k, i);
+		ktap_table_get(vm, t, &k, &out);
+		KUNIT_ASSERT_EQ(test, out.type, KTAP_TINT);
+		KUNIT_ASSERT_EQ(test, out.i, i * 2);
+	}
+	for (i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "key%d", i);
+		ktap_value_str(vm, &k, name, strlen(name));
+		ktap_table_get(vm, t, &k, &out);
+		KUNIT_ASSERT_EQ(test, out.i, i);
+	}
+	/* delete every other string key, then re-add: counts stay right */
+	for (i = 0; i < 5000; i += 2) {
+		snprintf(name, sizeof(name), "key%d", i);
+		ktap_value_str(vm, &k, name, strlen(name));
+		ktap_set_nil(&v);
+		KUNIT_ASSERT_EQ(test, ktap_table_set(vm, t, &k, &v), 0);
+	}
+	ktap_table_count(t, &n);
+	KUNIT_EXPECT_EQ(test, n, 3000 + 2500);
+	ktap_value_str(vm, &k, "key0", 4);
+	ktap_table_get(vm, t, &k, &out);
+	KUNIT_EXPECT_EQ(test, out.type, KTAP_TNIL);
+	ktap_value_str(vm, &k, "never-seen", 10);
+	ktap_table_get(vm, t, &k, &out);
+	KUNIT_EXPECT_EQ(test, out.type, KTAP_TNIL);
+	KUNIT_EXPECT_EQ(test, ktap_table_clear(t), 0);
+	ktap_table_count(t, &n);
+	KUNIT_EXPECT_EQ(test, n, 0);
+}
+
+static void t_table_oom(struct kunit *test)
+{
+	struct ktap_vm *vm = t_empty_vm(test, KTAP_MIN_MEM);
+	struct ktap_table *t = ktap_table_new(vm, 0, 0);
+	struct ktap_value k, v;
+	int i, err = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	ktap_value_int(&v, 1);
+	for (i = 0; i < 100000 && !err; i++) {
+		ktap_value_int(&k, -i);
+		err = ktap_table_set(vm, t, &k, &v);
+	}
+	KUNIT_EXPECT_EQ(test, err, -ENOMEM);
+	KUNIT_EXPECT_LE(test, atomic_long_read(&vm->pool.used), KTAP_MIN_MEM);
+}
+
+static void t_strings(struct kunit *test)
+{
+	struct ktap_vm *vm = t_empty_vm(test, 0);
+	struct ktap_str *a = ktap_str_intern(vm, "hello", 5);
+	struct ktap_str *b = ktap_str_intern(vm, "hellox", 5);
+	struct ktap_str *c = ktap_str_intern(vm, "world", 5);
+	struct ktap_value x, y;
+	char name[16];
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_EXPECT_PTR_EQ(test, a, b);
+	KUNIT_EXPECT_PTR_NE(test, a, c);
+	KUNIT_EXPECT_STREQ(test, a->data, "hello");
+	KUNIT_EXPECT_EQ(test, a->len, 5);
+	KUNIT_EXPECT_PTR_EQ(test, ktap_str_find(vm, a), a);
+	/* outside a handler ktap_value_str interns */
+	KUNIT_ASSERT_EQ(test, ktap_value_str(vm, &x, "hello", 5), 0);
+	KUNIT_EXPECT_PTR_EQ(test, x.s, a);
+	ktap_set_obj(&y, KTAP_TSTR, c);
+	KUNIT_EXPECT_FALSE(test, ktap_value_equal(&x, &y));
+	/* many strings: all distinct and all found again */
+	for (i = 0; i < 2000; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		KUNIT_ASSERT_NOT_NULL(test, ktap_str_intern(vm, name, strlen(name)));
+	}
+	for (i = 0; i < 2000; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		a = ktap_str_intern(vm, name, strlen(name));
+		KUNIT_ASSERT_EQ(test, (int)a->len, (int)strlen(name));
+		KUNIT_ASSERT_EQ(test, memcmp(a->data, name, a->len), 0);
+		KUNIT_ASSERT_PTR_EQ(test, a, ktap_str_intern(vm, name, strlen(name)));
+	}
+}
+
+static struct kunit_case ktap_vm_test_cases[] = {
+	KUNIT_CASE_PARAM(t_verify_reject, verr_gen_params),
+	KUNIT_CASE(t_verify_valid),
+	KUNIT_CASE(t_verify_hdr_ext),
+	KUNIT_CASE(t_verify_mem_limit),
+	KUNIT_CASE(t_verify_truncated),
+	KUNIT_CASE(t_verify_bitflips),
+	KUNIT_CASE_PARAM(t_prog, prog_gen_params),
+	KUNIT_CASE_PARAM(t_rterr, rterr_gen_params),
+	KUNIT_CASE(t_event),
+	KUNIT_CASE(t_event_errors),
+	KUNIT_CASE(t_event_nofield),
+	KUNIT_CASE(t_budget_handler),
+	KUNIT_CASE_SLOW(t_budget_main),
+	KUNIT_CASE(t_budget_exact),
+	KUNIT_CASE(t_recursion),
+	KUNIT_CASE(t_exit),
+	KUNIT_CASE_PARAM(t_printf, printf_gen_params),
+	KUNIT_CASE(t_histogram),
+	KUNIT_CASE(t_table_growth),
+	KUNIT_CASE(t_table_oom),
+	KUNIT_CASE(t_strings),
+	{}
+};
+
+static struct kunit_suite ktap_vm_test_suite = {
+	.name = "ktap_vm",
+	.test_cases = ktap_vm_test_cases,
+};
+
+kunit_test_suite(ktap_vm_test_suite);
