@@ -432,7 +432,7 @@ static void ktap_put_seq(struct seq_buf *s, struct trace_seq *ts)
 
 	while (len > 0 && ts->buffer[len - 1] == '\n')
 		len--;
-	seq_buf_putmem(s, ts->buffer, len);
+	seq_buf_printf(s, "%.*s", len, ts->buffer);
 }
 
 static int ktap_tp_tostring(struct ktap_vm *vm, struct ktap_event *ev,

@@ -40,6 +40,7 @@
 #include <linux/pid.h>
 #include <linux/poll.h>
 #include <linux/ring_buffer.h>
+#include <linux/sched/task.h>
 #include <linux/security.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -372,15 +373,18 @@ static int ktap_check_attr(const struct ktap_load_attr *attr)
 static int ktap_filter_tgid(pid_t upid, pid_t *tgid)
 {
 	struct task_struct *task;
+	struct pid *pid;
 
 	*tgid = -1;
 	if (upid < 0)
 		return 0;
-	guard(rcu)();
-	task = find_task_by_vpid(upid);
+	pid = find_get_pid(upid);
+	task = get_pid_task(pid, PIDTYPE_PID);
+	put_pid(pid);
 	if (!task)
 		return -ESRCH;
 	*tgid = task->tgid;
+	put_task_struct(task);
 	return 0;
 }
 

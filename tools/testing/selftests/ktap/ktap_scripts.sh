@@ -176,7 +176,7 @@ kdebug.probe("kprobe:do_sys_openat2!", function (e) {
 })
 EOF
 run_traced 3 "$T/kp.out" "$T/kprobe.kp"
-if grep -qE '^do_sys_openat2: \(do_sys_openat2\+0x0/0x[0-9a-f]+\)$' "$T/kp.out" &&
+if grep -qE '^do_sys_openat2: \(do_sys_openat2\+0x[0-9a-f]+/0x[0-9a-f]+\)$' "$T/kp.out" &&
    grep -qE '^do_sys_openat2: \(.*<- do_sys_openat2\)' "$T/kp.out"; then
 	ktap_test_pass "kprobe and kretprobe on do_sys_openat2"
 else

@@ -244,6 +244,51 @@ static void test_tracepoint(void)
 	free(img);
 }
 
+static void sleep_300ms(void)
+{
+	usleep(300000);
+}
+
+/* Handlers that print e.tostring() on the other probe kinds. */
+static void test_other_probes(void)
+{
+	static const struct {
+		uint32_t type, flags;
+		const char *spec, *target;
+		uint64_t arg;
+		void (*work)(void);
+		const char *want;
+		int min;
+	} t[] = {
+		{ KTAP_PROBE_KPROBE, 0, "kprobe:__x64_sys_getppid",
+		  "__x64_sys_getppid", 0, getppid_x20,
+		  "__x64_sys_getppid: (", 20 },
+		{ KTAP_PROBE_KPROBE, KTAP_PROBE_F_RETURN, "kprobe:__x64_sys_getppid!",
+		  "__x64_sys_getppid", 0, getppid_x20,
+		  ") arg1=0x", 20 },
+		{ KTAP_PROBE_TIMER, 0, "tick-10ms", NULL, 10000000, sleep_300ms,
+		  "tick-10ms\n", 5 },
+		{ KTAP_PROBE_PROFILE, 0, "profile-1ms", NULL, 1000000, sleep_300ms,
+		  "profile-1ms\n", 5 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		size_t len;
+		void *img = ki_probe_prog(t[i].type, t[i].flags, t[i].spec,
+					  t[i].target, t[i].arg, NULL, 0,
+					  "end", &len);
+		char *out = run_prog(img, len, t[i].work, NULL);
+		int n = out ? count_lines(out, t[i].want) : -1;
+
+		if (n < t[i].min && out)
+			ksft_print_msg("%.200s\n", out);
+		ksft_test_result(n >= t[i].min, "%s: %d x '%s'\n", t[i].spec, n,
+				 t[i].want);
+		free(out);
+		free(img);
+	}
+}
+
 static void test_trace_pipe(void)
 {
 	char path[128], *out;
@@ -467,12 +512,13 @@ int main(void)
 		ksft_exit_skip("%s missing (CONFIG_KTAP?)\n", KTAP_CONTROL);
 	if (geteuid())
 		ksft_exit_skip("must run as root\n");
-	ksft_set_plan(12);
+	ksft_set_plan(16);
 	test_version();
 	test_bad_attr();
 	test_reject_log();
 	test_hello();
 	test_tracepoint();
+	test_other_probes();
 	test_trace_pipe();
 	test_poll_nonblock();
 	test_many_sessions();
