@@ -277,24 +277,80 @@ struct verr_case {
 	void		(*post)(struct tb *tb);	/* on the built bytes */
 	int		err;
 	const char	*log;
+	u32		insn;	/* if set: replaces the first instruction */
 };
 
 #define HDR(tb)	((struct ktap_bc_header *)(tb)->img)
 
-static void m_magic(struct tb *tb) { HDR(tb)->magic ^= 1; }
-static void m_version(struct tb *tb) { HDR(tb)->abi_version = 99; }
-static void m_hdrsize(struct tb *tb) { HDR(tb)->hdr_size = 8; }
-static void m_hdrbig(struct tb *tb) { HDR(tb)->hdr_size = 0xfff0; }
-static void m_total(struct tb *tb) { HDR(tb)->total_size += 8; }
-static void m_flags(struct tb *tb) { HDR(tb)->flags = 1; }
-static void m_resv(struct tb *tb) { HDR(tb)->__reserved[3] = 1; }
-static void m_nglob(struct tb *tb) { HDR(tb)->nglobals = KTAP_MAX_GLOBALS + 1; }
-static void m_noprotos(struct tb *tb) { HDR(tb)->protos.count = 0; }
-static void m_sect(struct tb *tb) { HDR(tb)->code.count += 1000; }
-static void m_align(struct tb *tb) { HDR(tb)->code.off += 1; }
-static void m_count(struct tb *tb) { HDR(tb)->probes.count = KTAP_MAX_PROBES + 1; }
-static void m_chunk(struct tb *tb) { HDR(tb)->chunkname = 100000; }
-static void m_lines(struct tb *tb) { HDR(tb)->lines.count -= 1; }
+static void m_magic(struct tb *tb)
+{
+	HDR(tb)->magic ^= 1;
+}
+
+static void m_version(struct tb *tb)
+{
+	HDR(tb)->abi_version = 99;
+}
+
+static void m_hdrsize(struct tb *tb)
+{
+	HDR(tb)->hdr_size = 8;
+}
+
+static void m_hdrbig(struct tb *tb)
+{
+	HDR(tb)->hdr_size = 0xfff0;
+}
+
+static void m_total(struct tb *tb)
+{
+	HDR(tb)->total_size += 8;
+}
+
+static void m_flags(struct tb *tb)
+{
+	HDR(tb)->flags = 1;
+}
+
+static void m_resv(struct tb *tb)
+{
+	HDR(tb)->__reserved[3] = 1;
+}
+
+static void m_nglob(struct tb *tb)
+{
+	HDR(tb)->nglobals = KTAP_MAX_GLOBALS + 1;
+}
+
+static void m_noprotos(struct tb *tb)
+{
+	HDR(tb)->protos.count = 0;
+}
+
+static void m_sect(struct tb *tb)
+{
+	HDR(tb)->code.count += 1000;
+}
+
+static void m_align(struct tb *tb)
+{
+	HDR(tb)->code.off += 1;
+}
+
+static void m_count(struct tb *tb)
+{
+	HDR(tb)->probes.count = KTAP_MAX_PROBES + 1;
+}
+
+static void m_chunk(struct tb *tb)
+{
+	HDR(tb)->chunkname = 100000;
+}
+
+static void m_lines(struct tb *tb)
+{
+	HDR(tb)->lines.count -= 1;
+}
 
 /* A header extension of zeros is accepted; see t_verify_hdr_ext. */
 static void m_tail(struct tb *tb)
@@ -305,16 +361,56 @@ static void m_tail(struct tb *tb)
 	((char *)h)[sizeof(*h) + 3] = 1;
 }
 
-static void m_ctype(struct tb *tb) { tb->consts[tb_kint(tb, 1)].type = 7; }
-static void m_cstr(struct tb *tb) { tb->consts[tb_kstr(tb, "x")].val = 5000; }
-static void m_cintlen(struct tb *tb) { tb->consts[tb_kint(tb, 1)].len = 1; }
-static void m_crange(struct tb *tb) { tb->protos[0].ncode = 100; }
-static void m_empty(struct tb *tb) { tb_func(tb, 0, 0, 2); }
-static void m_nparams(struct tb *tb) { tb->protos[0].nparams = NREGS + 1; }
-static void m_nregs(struct tb *tb) { tb->protos[0].nregs = 251; tb->protos[0].nparams = 0; }
-static void m_p0parent(struct tb *tb) { tb->protos[0].parent = 0; }
-static void m_presv(struct tb *tb) { tb->protos[0].__reserved = 1; }
-static void m_pname(struct tb *tb) { tb->protos[0].name = 4000; }
+static void m_ctype(struct tb *tb)
+{
+	tb->consts[tb_kint(tb, 1)].type = 7;
+}
+
+static void m_cstr(struct tb *tb)
+{
+	tb->consts[tb_kstr(tb, "x")].val = 5000;
+}
+
+static void m_cintlen(struct tb *tb)
+{
+	tb->consts[tb_kint(tb, 1)].len = 1;
+}
+
+static void m_crange(struct tb *tb)
+{
+	tb->protos[0].ncode = 100;
+}
+
+static void m_empty(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+}
+
+static void m_nparams(struct tb *tb)
+{
+	tb->protos[0].nparams = NREGS + 1;
+}
+
+static void m_nregs(struct tb *tb)
+{
+	tb->protos[0].nregs = 251;
+	tb->protos[0].nparams = 0;
+}
+
+static void m_p0parent(struct tb *tb)
+{
+	tb->protos[0].parent = 0;
+}
+
+static void m_presv(struct tb *tb)
+{
+	tb->protos[0].__reserved = 1;
+}
+
+static void m_pname(struct tb *tb)
+{
+	tb->protos[0].name = 4000;
+}
 
 static void m_order(struct tb *tb)
 {
@@ -352,30 +448,6 @@ static void m_upvdesc2(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
-/* Instruction-level rows replace the main chunk's first instruction. */
-#define INSN_ROW(fn, insn)						\
-static void fn(struct tb *tb) { tb->code[0] = (insn); }
-
-INSN_ROW(m_opcode2, 0xff)
-INSN_ROW(m_reg, I(MOVE, 0, NREGS, 0))
-INSN_ROW(m_rega, I(LOADI, NREGS, 0, 0))
-INSN_ROW(m_nonzero, I(MOVE, 0, 1, 5))
-INSN_ROW(m_rcnt, I(LOADNIL, 10, 6, 0))
-INSN_ROW(m_reg4, IBX(FORLOOP, NREGS - 3, 0))
-INSN_ROW(m_const, IBX(LOADK, 0, 60))
-INSN_ROW(m_upv, I(GETUPVAL, 0, 0, 0))
-INSN_ROW(m_global, IBX(GETGLOBAL, 0, 0))
-INSN_ROW(m_proto, IBX(CLOSURE, 0, 1))
-INSN_ROW(m_jump, IBX(JMP, 0, 5))
-INSN_ROW(m_jumpback, IBX(JMP, 0, -2))
-INSN_ROW(m_jmpa, IBX(JMP, 1, 0))
-INSN_ROW(m_bool, I(LOADBOOL, 0, 2, 0))
-INSN_ROW(m_builtin, I(CALLB, 0, 0, KTAP_BI__COUNT))
-INSN_ROW(m_argc, I(CALLB, 0, 0, KTAP_BI_printf))
-INSN_ROW(m_argc2, I(CALLB, 0, 2, KTAP_BI_len))
-INSN_ROW(m_probe, IBX(ATTACH, 0, 0))
-INSN_ROW(m_skip, I(EQ, 0, 0, 0))
-
 static void m_kint(struct tb *tb)
 {
 	tb->code[0] = I(ADDK, 0, 0, tb_kstr(tb, "s"));
@@ -408,11 +480,30 @@ static void m_notchild(struct tb *tb)
 	tb->code[0] = IBX(CLOSURE, 0, 2);
 }
 
-static void m_ptype(struct tb *tb) { tb->probes[tb_probe(tb, 0)].type = KTAP_PROBE__COUNT; }
-static void m_pflags(struct tb *tb) { tb->probes[tb_probe(tb, 0)].flags = 2; }
-static void m_presv2(struct tb *tb) { tb->probes[tb_probe(tb, 0)].__reserved[1] = 1; }
-static void m_pspec(struct tb *tb) { tb->probes[tb_probe(tb, 0)].spec = 9999; }
-static void m_pids(struct tb *tb) { tb->probes[tb_probe(tb, 0)].nids = 3; }
+static void m_ptype(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, 0)].type = KTAP_PROBE__COUNT;
+}
+
+static void m_pflags(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, 0)].flags = 2;
+}
+
+static void m_presv2(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, 0)].__reserved[1] = 1;
+}
+
+static void m_pspec(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, 0)].spec = 9999;
+}
+
+static void m_pids(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, 0)].nids = 3;
+}
 
 static void m_unterm(struct tb *tb)
 {
@@ -423,8 +514,15 @@ static void m_unterm(struct tb *tb)
 	tb->strtab_len--;
 }
 
-static void p_toobig(struct tb *tb) { tb->len = KTAP_MAX_IMAGE + 1; }
-static void p_short(struct tb *tb) { tb->len = sizeof(struct ktap_bc_header) - 1; }
+static void p_toobig(struct tb *tb)
+{
+	tb->len = KTAP_MAX_IMAGE + 1;
+}
+
+static void p_short(struct tb *tb)
+{
+	tb->len = sizeof(struct ktap_bc_header) - 1;
+}
 
 static const struct verr_case verr_cases[] = {
 	{ "magic", NULL, m_magic, -EINVAL, "header: bad magic" },
@@ -432,7 +530,8 @@ static const struct verr_case verr_cases[] = {
 	{ "hdr_size small", NULL, m_hdrsize, -EINVAL, "header: bad header size" },
 	{ "hdr_size beyond image", NULL, m_hdrbig, -EINVAL, "header: bad header size" },
 	{ "hdr tail", NULL, m_tail, -EINVAL, "header: unknown header extension is not zero" },
-	{ "total_size", NULL, m_total, -EINVAL, "header: total_size does not match the image length" },
+	{ "total_size", NULL, m_total, -EINVAL,
+	  "header: total_size does not match the image length" },
 	{ "flags", NULL, m_flags, -EINVAL, "header: unknown flags" },
 	{ "reserved", NULL, m_resv, -EINVAL, "header: reserved field is not zero" },
 	{ "nglobals", NULL, m_nglob, -EINVAL, "header: too many globals" },
@@ -441,53 +540,86 @@ static const struct verr_case verr_cases[] = {
 	{ "section align", NULL, m_align, -EINVAL, "section code: section misaligned" },
 	{ "section count", NULL, m_count, -EINVAL, "section probes: too many elements" },
 	{ "lines", NULL, m_lines, -EINVAL, "section lines: line table does not match the code" },
-	{ "chunkname", NULL, m_chunk, -EINVAL, "header chunkname: string reference out of bounds or unterminated" },
+	{ "chunkname", NULL, m_chunk, -EINVAL,
+	  "header chunkname: string reference out of bounds or unterminated" },
 	{ "too big", NULL, p_toobig, -E2BIG, "image: image larger than the kernel accepts" },
 	{ "short", NULL, p_short, -EINVAL, "image: image shorter than its header" },
 	{ "const type", m_ctype, NULL, -EINVAL, "const 0: unknown constant type" },
 	{ "const str", m_cstr, NULL, -EINVAL, "const 0: constant string out of bounds" },
 	{ "const int len", m_cintlen, NULL, -EINVAL, "const 0: unused operand is not zero" },
 	{ "code range", m_crange, NULL, -EINVAL, "proto 0: code range out of bounds" },
-	{ "code order", m_order, NULL, -EINVAL, "proto 1: code ranges overlap or are out of order" },
+	{ "code order", m_order, NULL, -EINVAL,
+	  "proto 1: code ranges overlap or are out of order" },
 	{ "empty", m_empty, NULL, -EINVAL, "proto 1: function has no code" },
 	{ "nparams", m_nparams, NULL, -EINVAL, "proto 0: bad frame size" },
 	{ "nregs", m_nregs, NULL, -EINVAL, "proto 0: bad frame size" },
 	{ "proto reserved", m_presv, NULL, -EINVAL, "proto 0: reserved field is not zero" },
-	{ "proto name", m_pname, NULL, -EINVAL, "proto 0: string reference out of bounds or unterminated" },
+	{ "proto name", m_pname, NULL, -EINVAL,
+	  "proto 0: string reference out of bounds or unterminated" },
 	{ "main parent", m_p0parent, NULL, -EINVAL, "proto 0: bad enclosing function" },
 	{ "parent", m_parent, NULL, -EINVAL, "proto 1: bad enclosing function" },
 	{ "upval range", m_upvrange, NULL, -EINVAL, "proto 1: upvalue range out of bounds" },
-	{ "upval reg", m_upvdesc, NULL, -EINVAL, "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
-	{ "upval upval", m_upvdesc2, NULL, -EINVAL, "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
-	{ "opcode 0xff", m_opcode2, NULL, -EINVAL, "proto 0 insn 0 (0xff): unknown opcode" },
-	{ "reg B", m_reg, NULL, -EINVAL, "proto 0 insn 0 (MOVE): register out of range" },
-	{ "reg A", m_rega, NULL, -EINVAL, "proto 0 insn 0 (LOADI): register out of range" },
-	{ "none", m_nonzero, NULL, -EINVAL, "proto 0 insn 0 (MOVE): unused operand is not zero" },
-	{ "rcnt", m_rcnt, NULL, -EINVAL, "proto 0 insn 0 (LOADNIL): register out of range" },
-	{ "reg4", m_reg4, NULL, -EINVAL, "proto 0 insn 0 (FORLOOP): register out of range" },
-	{ "const", m_const, NULL, -EINVAL, "proto 0 insn 0 (LOADK): constant out of range" },
+	{ "upval reg", m_upvdesc, NULL, -EINVAL,
+	  "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
+	{ "upval upval", m_upvdesc2, NULL, -EINVAL,
+	  "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
+	{ "opcode 0xff", NULL, NULL, -EINVAL, "proto 0 insn 0 (0xff): unknown opcode",
+	  0xff },
+	{ "reg B", NULL, NULL, -EINVAL, "proto 0 insn 0 (MOVE): register out of range",
+	  I(MOVE, 0, NREGS, 0) },
+	{ "reg A", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADI): register out of range",
+	  I(LOADI, NREGS, 0, 0) },
+	{ "none", NULL, NULL, -EINVAL, "proto 0 insn 0 (MOVE): unused operand is not zero",
+	  I(MOVE, 0, 1, 5) },
+	{ "rcnt", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADNIL): register out of range",
+	  I(LOADNIL, 10, 6, 0) },
+	{ "reg4", NULL, NULL, -EINVAL, "proto 0 insn 0 (FORLOOP): register out of range",
+	  IBX(FORLOOP, NREGS - 3, 0) },
+	{ "const", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADK): constant out of range",
+	  IBX(LOADK, 0, 60) },
 	{ "kint", m_kint, NULL, -EINVAL, "proto 0 insn 0 (ADDK): constant is not an integer" },
 	{ "kstr", m_kstr, NULL, -EINVAL, "proto 0 insn 0 (GETFIELD): constant is not a string" },
-	{ "upv", m_upv, NULL, -EINVAL, "proto 0 insn 0 (GETUPVAL): upvalue out of range" },
-	{ "global", m_global, NULL, -EINVAL, "proto 0 insn 0 (GETGLOBAL): global out of range" },
-	{ "proto", m_proto, NULL, -EINVAL, "proto 0 insn 0 (CLOSURE): function out of range or not nested here" },
-	{ "not child", m_notchild, NULL, -EINVAL, "proto 0 insn 0 (CLOSURE): function out of range or not nested here" },
-	{ "jump fwd", m_jump, NULL, -EINVAL, "proto 0 insn 0 (JMP): jump target out of range" },
-	{ "jump back", m_jumpback, NULL, -EINVAL, "proto 0 insn 0 (JMP): jump target out of range" },
-	{ "jmp A", m_jmpa, NULL, -EINVAL, "proto 0 insn 0 (JMP): unused operand is not zero" },
-	{ "bool", m_bool, NULL, -EINVAL, "proto 0 insn 0 (LOADBOOL): operand is not 0 or 1" },
-	{ "builtin", m_builtin, NULL, -EINVAL, "proto 0 insn 0 (CALLB): unknown builtin" },
-	{ "argc min", m_argc, NULL, -EINVAL, "proto 0 insn 0 (CALLB): wrong number of arguments to builtin" },
-	{ "argc max", m_argc2, NULL, -EINVAL, "proto 0 insn 0 (CALLB): wrong number of arguments to builtin" },
-	{ "probe", m_probe, NULL, -EINVAL, "proto 0 insn 0 (ATTACH): probe out of range" },
-	{ "skip", m_skip, NULL, -EINVAL, "proto 0 insn 0 (EQ): conditional not followed by JMP" },
-	{ "main only", m_mainonly, NULL, -EINVAL, "proto 1 insn 0 (ATTACH): only valid in the main chunk" },
-	{ "no return", m_last2, NULL, -EINVAL, "proto 0 insn 1 (LOADI): function does not end with RETURN or JMP" },
+	{ "upv", NULL, NULL, -EINVAL, "proto 0 insn 0 (GETUPVAL): upvalue out of range",
+	  I(GETUPVAL, 0, 0, 0) },
+	{ "global", NULL, NULL, -EINVAL, "proto 0 insn 0 (GETGLOBAL): global out of range",
+	  IBX(GETGLOBAL, 0, 0) },
+	{ "proto", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (CLOSURE): function out of range or not nested here",
+	  IBX(CLOSURE, 0, 1) },
+	{ "not child", m_notchild, NULL, -EINVAL,
+	  "proto 0 insn 0 (CLOSURE): function out of range or not nested here" },
+	{ "jump fwd", NULL, NULL, -EINVAL, "proto 0 insn 0 (JMP): jump target out of range",
+	  IBX(JMP, 0, 5) },
+	{ "jump back", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (JMP): jump target out of range",
+	  IBX(JMP, 0, -2) },
+	{ "jmp A", NULL, NULL, -EINVAL, "proto 0 insn 0 (JMP): unused operand is not zero",
+	  IBX(JMP, 1, 0) },
+	{ "bool", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADBOOL): operand is not 0 or 1",
+	  I(LOADBOOL, 0, 2, 0) },
+	{ "builtin", NULL, NULL, -EINVAL, "proto 0 insn 0 (CALLB): unknown builtin",
+	  I(CALLB, 0, 0, KTAP_BI__COUNT) },
+	{ "argc min", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (CALLB): wrong number of arguments to builtin",
+	  I(CALLB, 0, 0, KTAP_BI_printf) },
+	{ "argc max", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (CALLB): wrong number of arguments to builtin",
+	  I(CALLB, 0, 2, KTAP_BI_len) },
+	{ "probe", NULL, NULL, -EINVAL, "proto 0 insn 0 (ATTACH): probe out of range",
+	  IBX(ATTACH, 0, 0) },
+	{ "skip", NULL, NULL, -EINVAL, "proto 0 insn 0 (EQ): conditional not followed by JMP",
+	  I(EQ, 0, 0, 0) },
+	{ "main only", m_mainonly, NULL, -EINVAL,
+	  "proto 1 insn 0 (ATTACH): only valid in the main chunk" },
+	{ "no return", m_last2, NULL, -EINVAL,
+	  "proto 0 insn 1 (LOADI): function does not end with RETURN or JMP" },
 	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
 	{ "probe flags", m_pflags, NULL, -EINVAL, "probe 0: unknown flags" },
 	{ "probe reserved", m_presv2, NULL, -EINVAL, "probe 0: reserved field is not zero" },
-	{ "probe spec", m_pspec, NULL, -EINVAL, "probe 0: string reference out of bounds or unterminated" },
-	{ "probe unterminated", m_unterm, NULL, -EINVAL, "probe 0: string reference out of bounds or unterminated" },
+	{ "probe spec", m_pspec, NULL, -EINVAL,
+	  "probe 0: string reference out of bounds or unterminated" },
+	{ "probe unterminated", m_unterm, NULL, -EINVAL,
+	  "probe 0: string reference out of bounds or unterminated" },
 	{ "probe ids", m_pids, NULL, -EINVAL, "probe 0: event id list out of bounds" },
 };
 
@@ -516,6 +648,8 @@ static void t_verify_reject(struct kunit *test)
 
 	if (c->mut)
 		c->mut(tb);
+	if (c->insn)
+		tb->code[0] = c->insn;
 	tb_build(test, tb);
 	if (c->post)
 		c->post(tb);
@@ -1080,7 +1214,8 @@ static const struct rterr_case rterr_cases[] = {
 	{ "division by zero", e_div0, "ktap: error: test.kp:3: division by zero\n" },
 	{ "modulo by zero", e_mod0, "ktap: error: test.kp:4: modulo by zero\n" },
 	{ "index nil", e_index_nil, "ktap: error: test.kp:7: attempt to index a nil value\n" },
-	{ "arith on nil", e_arith, "ktap: error: test.kp:2: attempt to perform arithmetic on a nil value\n" },
+	{ "arith on nil", e_arith,
+	  "ktap: error: test.kp:2: attempt to perform arithmetic on a nil value\n" },
 	{ "compare", e_compare, "ktap: error: test.kp:1: attempt to compare number with string\n" },
 	{ "call number", e_call, "ktap: error: test.kp:1: attempt to call a number value\n" },
 	{ "table key", e_key, "ktap: error: test.kp:1: invalid table key (a table value)\n" },
@@ -1451,14 +1586,14 @@ static void t_histogram(struct kunit *test)
 	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_print_hist));	/* 2 rows */
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL),
-		"            value ------------- Distribution ------------- count\n"
-		"    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
-		"   sys_enter_close |@@@@@@@@@                              20\n"
-		"sys_enter_newfstat |@@@@@@@@@                              20\n"
-		"    sys_enter_read |                                       1\n"
-		"            value ------------- Distribution ------------- count\n"
-		"    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
-		"   sys_enter_close |@@@@@@@@@                              20\n");
+			   "            value ------------- Distribution ------------- count\n"
+			   "    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
+			   "   sys_enter_close |@@@@@@@@@                              20\n"
+			   "sys_enter_newfstat |@@@@@@@@@                              20\n"
+			   "    sys_enter_read |                                       1\n"
+			   "            value ------------- Distribution ------------- count\n"
+			   "    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
+			   "   sys_enter_close |@@@@@@@@@                              20\n");
 }
 
 /* Tables and strings through the object API. */
