@@ -11,6 +11,8 @@
  */
 #include <kunit/resource.h>
 #include <kunit/test.h>
+#include <linux/completion.h>
+#include <linux/kthread.h>
 #include <linux/seq_buf.h>
 #include <linux/string.h>
 #include "vm.h"
@@ -1451,6 +1453,88 @@ static void t_budget_exact(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), -EINVAL);
 }
 
+/* Handlers on all CPUs at once: counts stay exact, keys interned once. */
+struct stress {
+	struct ktap_vm		*vm;
+	struct ktap_closure	*fn;
+	int			loops;
+	int			errs;
+	struct completion	done;
+};
+
+static int stress_thread(void *arg)
+{
+	struct stress *st = arg;
+	int i;
+
+	for (i = 0; i < st->loops; i++) {
+		if (ktap_vm_fire(st->vm, st->fn, NULL))
+			st->errs++;
+		if (!(i % 256))
+			cond_resched();
+	}
+	complete(&st->done);
+	return 0;
+}
+
+static void t_concurrency(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_value key, out;
+	struct stress *st;
+	struct ktap_vm *vm;
+	int n = num_online_cpus() + 1, k, loops = 20000;
+	s64 total = 0;
+
+	tb->hdr.nglobals = 1;
+	tb_probe(tb, KTAP_PROBE_TIMER);
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 1, 1));
+	tb_emit(tb, IBX(ATTACH, 1, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 6);
+	tb_emit(tb, IBX(GETGLOBAL, 0, 0));
+	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "k")));
+	tb_emit(tb, IBX(LOADI, 2, 1));
+	tb_emit(tb, I(INCTABLE, 0, 1, 2));	/* t.k += 1 */
+	tb_emit(tb, IBX(LOADK, 3, tb_kstr(tb, "cpu")));
+	tb_emit(tb, I(CALLB, 4, 0, KTAP_BI_cpu));
+	tb_emit(tb, I(CONCAT, 5, 3, 4));	/* a temporary key */
+	tb_emit(tb, I(INCTABLE, 0, 5, 2));	/* t["cpu" .. cpu()] += 1 */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 0);
+
+	st = kunit_kcalloc(test, n, sizeof(*st), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	for (k = 0; k < n; k++) {
+		st[k] = (struct stress){ .vm = vm, .fn = h->fn, .loops = loops };
+		init_completion(&st[k].done);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(stress_thread, &st[k],
+							    "ktap_stress/%d", k)));
+	}
+	for (k = 0; k < n; k++) {
+		wait_for_completion(&st[k].done);
+		KUNIT_EXPECT_EQ(test, st[k].errs, 0);
+	}
+	ktap_value_str(vm, &key, "k", 1);
+	ktap_table_get(vm, vm->globals[0].p, &key, &out);
+	KUNIT_EXPECT_EQ(test, out.type, KTAP_TINT);
+	KUNIT_EXPECT_EQ(test, out.i, (s64)n * loops);
+	for_each_possible_cpu(k) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "cpu%d", k);
+		ktap_value_str(vm, &key, name, strlen(name));
+		ktap_table_get(vm, vm->globals[0].p, &key, &out);
+		if (out.type == KTAP_TINT)
+			total += out.i;
+	}
+	KUNIT_EXPECT_EQ(test, total, (s64)n * loops);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
 /* A probe firing inside ktap (here: from output) is counted, skipped. */
 static void t_recursion(struct kunit *test)
 {
@@ -1742,6 +1826,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_SLOW(t_budget_main),
 	KUNIT_CASE(t_budget_exact),
 	KUNIT_CASE(t_recursion),
+	KUNIT_CASE(t_concurrency),
 	KUNIT_CASE(t_exit),
 	KUNIT_CASE_PARAM(t_printf, printf_gen_params),
 	KUNIT_CASE(t_histogram),
