@@ -17,8 +17,12 @@
  *    A per-CPU guard admits one run per CPU: a probe that fires while
  *    ktap runs on that CPU is counted in stats.recursion and skipped.
  *
- * The budget is counted per instruction: one decrement and a compare
- * that also serves as the main chunk's rescheduling point.
+ * The budget is charged where control can go back, not per
+ * instruction: entering a function costs its length, a backward jump
+ * the length of the loop it closes. Between two charges execution only
+ * moves forward, and the differences telescope, so the charges bound
+ * the instructions run. The dispatch stays two instructions long, and
+ * the main chunk reschedules and checks signals at the same points.
  *
  * Runtime errors record the session's first error, print one line
  * "ktap: error: FILE:LINE: message" through host_ops->write and ask the
@@ -541,15 +545,16 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 		ktap_set_nil(&base[j]);
 	if (arg && p->nparams)
 		base[0] = *arg;
+	budget -= p->ncode;
+	if (unlikely(budget < check))
+		goto tick;
 
 	/*
-	 * Dispatch. GCC duplicates this computed goto into every opcode
-	 * body (threaded code); -fno-gcse in the Makefile keeps it from
+	 * Dispatch. Kept to two instructions so that GCC can copy it into
+	 * every opcode body (threaded code); -fno-gcse keeps it from
 	 * merging them back, as for kernel/bpf/core.c.
 	 */
 next:
-	if (unlikely(--budget < check))
-		goto tick;
 	i = *pc++;
 	goto *jumptable[KTAP_OP(i)];
 
@@ -708,6 +713,8 @@ op_CONCAT:
 	goto next;
 op_JMP:
 	pc += KTAP_SBX(i);
+	if (KTAP_SBX(i) < 0)
+		goto charge_loop;
 	goto next;
 op_EQ:
 	if (ktap_value_equal(RB, RC) != KTAP_A(i))
@@ -778,6 +785,9 @@ op_CALL: {
 	p = cp;
 	base = nb;
 	pc = vm->code + p->code_start;
+	budget -= p->ncode;
+	if (unlikely(budget < check))
+		goto tick;
 	goto next;
 }
 
@@ -833,6 +843,8 @@ op_FORLOOP: {
 	if (ra[2].i > 0 ? ra[0].i <= ra[1].i : ra[0].i >= ra[1].i) {
 		ra[3] = ra[0];
 		pc += KTAP_SBX(i);
+		if (KTAP_SBX(i) < 0)
+			goto charge_loop;
 	}
 	goto next;
 }
@@ -854,6 +866,8 @@ op_ITERNEXT: {
 		ra[1] = it->e[pos].key;
 		ra[2] = it->e[pos].val;
 		pc += KTAP_SBX(i);
+		if (KTAP_SBX(i) < 0)
+			goto charge_loop;
 	}
 	goto next;
 }
@@ -875,6 +889,12 @@ op_ATTACH:
 		goto fail;
 	goto next;
 
+	/* A backward jump: charge the loop's length (see the top). */
+charge_loop:
+	budget += KTAP_SBX(i);
+	if (unlikely(budget < check))
+		goto tick;
+	goto next;
 obj_fail:
 	err = ktap_obj_error(x, err);
 	goto fail;
