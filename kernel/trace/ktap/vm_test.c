@@ -1487,10 +1487,12 @@ static void t_concurrency(struct kunit *test)
 	int n = num_online_cpus() + 1, k, loops = 20000;
 	s64 total = 0;
 
-	tb->hdr.nglobals = 1;
+	tb->hdr.nglobals = 2;
 	tb_probe(tb, KTAP_PROBE_TIMER);
 	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
 	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+	tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_ptable));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 1));
 	tb_emit(tb, IBX(CLOSURE, 1, 1));
 	tb_emit(tb, IBX(ATTACH, 1, 0));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
@@ -1503,6 +1505,9 @@ static void t_concurrency(struct kunit *test)
 	tb_emit(tb, I(CALLB, 4, 0, KTAP_BI_cpu));
 	tb_emit(tb, I(CONCAT, 5, 3, 4));	/* a temporary key */
 	tb_emit(tb, I(INCTABLE, 0, 5, 2));	/* t["cpu" .. cpu()] += 1 */
+	tb_emit(tb, IBX(GETGLOBAL, 0, 1));
+	tb_emit(tb, IBX(LOADI, 2, 3));
+	tb_emit(tb, I(AGGR, 0, 1, 2));		/* s.k <<< 3 */
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, 0);
 
@@ -1532,6 +1537,12 @@ static void t_concurrency(struct kunit *test)
 			total += out.i;
 	}
 	KUNIT_EXPECT_EQ(test, total, (s64)n * loops);
+	ktap_value_str(vm, &key, "k", 1);
+	KUNIT_ASSERT_EQ(test, ktap_ptable_get(vm, vm->globals[1].p, &key, &out), 0);
+	KUNIT_ASSERT_EQ(test, out.type, KTAP_TSTAT);
+	KUNIT_EXPECT_EQ(test, ((struct ktap_stat *)out.p)->count, (s64)n * loops);
+	KUNIT_EXPECT_EQ(test, ((struct ktap_stat *)out.p)->sum, (s64)3 * n * loops);
+	KUNIT_EXPECT_EQ(test, ((struct ktap_stat *)out.p)->max, 3);
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
 }
 
