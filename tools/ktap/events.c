@@ -1,0 +1,859 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktap probe-spec resolution against tracefs, kallsyms and ELF files.
+ * See events.h. Everything user space can resolve is resolved here so
+ * the kernel only checks: tracepoint wildcards become sorted event-id
+ * lists, kprobe wildcards become one kprobe per matching function, and
+ * uprobe symbols become file offsets.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <elf.h>
+#include "events.h"
+#include "code.h"
+
+#define KP_MAX_EVENTS_FIELDS	64	/* read formats of at most this many */
+
+const char *kp_tracefs(struct kp_state *S)
+{
+	static const char *const roots[] = {
+		"/sys/kernel/tracing", "/sys/kernel/debug/tracing",
+	};
+	char path[512];
+	size_t i;
+
+	if (S && S->tracefs && *S->tracefs)
+		return S->tracefs;
+	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events", roots[i]);
+		if (!access(path, X_OK))
+			return roots[i];
+	}
+	return roots[0];
+}
+
+/* A sorted list of names. */
+struct kp_names {
+	char		**v;
+	uint32_t	n, cap;
+};
+
+static void names_add(struct kp_arena *a, struct kp_names *l, const char *s)
+{
+	kp_grow(a, (void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v));
+	l->v[l->n++] = kp_strndup(a, s, strlen(s));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void names_sort(struct kp_names *l)
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_str);
+}
+
+static const char *closest(const struct kp_names *l, const char *name,
+			   const char *prefix)
+{
+	const char *best = NULL;
+	int bd = 1000, d;
+	uint32_t i;
+
+	(void)prefix;
+	for (i = 0; i < l->n; i++) {
+		d = kp_distance(name, l->v[i]);
+		if (d < bd) {
+			bd = d;
+			best = l->v[i];
+		}
+	}
+	return best;
+}
+
+static int has_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* Subdirectories (dirs only) of @dir matching @glob; -1 if unreadable. */
+static int list_dirs(struct kp_arena *a, const char *dir, const char *glob,
+		     struct kp_names *out, struct kp_names *all)
+{
+	struct dirent *de;
+	char path[1024];
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) || !S_ISDIR(st.st_mode))
+			continue;
+		if (all)
+			names_add(a, all, de->d_name);
+		if (!fnmatch(glob, de->d_name, 0))
+			names_add(a, out, de->d_name);
+	}
+	closedir(d);
+	names_sort(out);
+	if (all)
+		names_sort(all);
+	return 0;
+}
+
+static int read_small(const char *path, char *buf, size_t n)
+{
+	ssize_t r;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -1;
+	buf[r] = '\0';
+	return (int)r;
+}
+
+/* Read a whole (text) file into the arena; NULL if unreadable. */
+static char *read_file(struct kp_arena *a, const char *path, size_t max)
+{
+	size_t cap = 65536, len = 0;
+	char *buf, *nb;
+	ssize_t r;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap);
+	while (buf) {
+		if (len + 1 >= cap) {
+			if (cap >= max)
+				break;
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		return NULL;
+	nb = kp_strndup(a, buf, len);
+	free(buf);
+	return nb;
+}
+
+static void add_field(struct kp_state *S, struct kp_evinfo *ev,
+		      const char *name, size_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < ev->nfields; i++)
+		if (strlen(ev->fields[i]) == len &&
+		    !memcmp(ev->fields[i], name, len))
+			return;
+	kp_grow(&S->arena, (void **)&ev->fields, &ev->fieldcap,
+		ev->nfields + 1, sizeof(*ev->fields));
+	ev->fields[ev->nfields++] = kp_strndup(&S->arena, name, len);
+}
+
+/* Field names of an event from its format file. */
+static void read_fields(struct kp_state *S, struct kp_evinfo *ev,
+			const char *dir)
+{
+	char path[1024], *text, *p;
+
+	snprintf(path, sizeof(path), "%s/format", dir);
+	text = read_file(&S->arena, path, 1 << 16);
+	if (!text)
+		return;
+	for (p = text; (p = strstr(p, "field:")); ) {
+		char *semi = strchr(p, ';'), *e, *b;
+
+		if (!semi)
+			break;
+		e = semi;
+		if (e > p && e[-1] == ']') {
+			while (e > p && *e != '[')
+				e--;
+		}
+		b = e;
+		while (b > p && (b[-1] == '_' || (b[-1] >= 'a' && b[-1] <= 'z') ||
+				 (b[-1] >= 'A' && b[-1] <= 'Z') ||
+				 (b[-1] >= '0' && b[-1] <= '9')))
+			b--;
+		if (e > b)
+			add_field(S, ev, b, (size_t)(e - b));
+		p = semi;
+	}
+}
+
+static uint32_t tp_resolve(struct kp_state *S, const char *spec,
+			   const char *pat, uint32_t line, uint32_t col,
+			   uint32_t *first, struct kp_evinfo *ev)
+{
+	struct kp_names systems = { 0 }, allsys = { 0 };
+	const char *root = kp_tracefs(S);
+	char sysglob[256], evglob[256], dir[1024], path[1200], buf[64];
+	char sug[600];
+	const char *colon = strchr(pat, ':'), *c;
+	uint32_t *ids = NULL, nids = 0, idcap = 0, i, j;
+	struct ktap_bc_probe p;
+
+	if (colon) {
+		snprintf(sysglob, sizeof(sysglob), "%.*s",
+			 (int)(colon - pat), pat);
+		snprintf(evglob, sizeof(evglob), "%s", colon + 1);
+	} else {
+		snprintf(sysglob, sizeof(sysglob), "%s", pat);
+		snprintf(evglob, sizeof(evglob), "*");
+	}
+	for (c = pat; *c; c++) {
+		if (!(*c == '_' || *c == '*' || *c == '?' || *c == ':' ||
+		      *c == '-' || *c == '.' ||
+		      (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9')) ||
+		    (*c == ':' && c != colon)) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "expected SYSTEM:EVENT (letters, digits, _ and * ? wildcards)");
+			return 0;
+		}
+	}
+	if (!*sysglob || !*evglob) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected SYSTEM:EVENT");
+		return 0;
+	}
+	snprintf(dir, sizeof(dir), "%s/events", root);
+	if (list_dirs(&S->arena, dir, sysglob, &systems, &allsys) < 0) {
+		kp_error(S, line, col, KP_E_NO_TRACEFS, dir, strerror(errno));
+		return 0;
+	}
+	if (!systems.n) {
+		if (has_glob(sysglob)) {
+			kp_error(S, line, col, KP_E_NO_MATCH, pat);
+		} else {
+			kp_suggest(sug, sizeof(sug), sysglob,
+				   closest(&allsys, sysglob, NULL));
+			kp_error(S, line, col, KP_E_UNKNOWN_SYSTEM, sysglob, sug);
+		}
+		return 0;
+	}
+	ev->tracepoint = 1;
+	for (i = 0; i < systems.n; i++) {
+		struct kp_names evs = { 0 }, allev = { 0 };
+
+		snprintf(dir, sizeof(dir), "%s/events/%s", root, systems.v[i]);
+		if (list_dirs(&S->arena, dir, evglob, &evs, &allev) < 0)
+			continue;
+		if (!evs.n && !has_glob(evglob) && systems.n == 1) {
+			const char *best = closest(&allev, evglob, NULL);
+			char full[600];
+
+			sug[0] = '\0';
+			if (best) {
+				kp_suggest(sug, sizeof(sug), evglob, best);
+				if (sug[0])
+					snprintf(sug, sizeof(sug),
+						 " (did you mean '%s:%s'?)",
+						 systems.v[i], best);
+			}
+			snprintf(full, sizeof(full), "%s:%s", systems.v[i],
+				 evglob);
+			kp_error(S, line, col, KP_E_UNKNOWN_EVENT, full, sug);
+			return 0;
+		}
+		if (!strcmp(systems.v[i], "syscalls") && evs.n)
+			ev->syscalls = 1;
+		for (j = 0; j < evs.n; j++) {
+			long long id;
+			char *end;
+
+			snprintf(path, sizeof(path), "%s/%s/id", dir, evs.v[j]);
+			if (read_small(path, buf, sizeof(buf)) <= 0)
+				continue;
+			id = strtoll(buf, &end, 10);
+			if (end == buf || id < 0 || id > UINT32_MAX)
+				continue;
+			kp_grow(&S->arena, (void **)&ids, &idcap, nids + 1, 4);
+			ids[nids++] = (uint32_t)id;
+			if (!ev->first) {
+				snprintf(path, sizeof(path), "%s:%s",
+					 systems.v[i], evs.v[j]);
+				ev->first = kp_strndup(&S->arena, path,
+						       strlen(path));
+			}
+			if (nids <= KP_MAX_EVENTS_FIELDS) {
+				snprintf(path, sizeof(path), "%s/%s", dir,
+					 evs.v[j]);
+				read_fields(S, ev, path);
+			}
+		}
+	}
+	if (!nids) {
+		kp_error(S, line, col, KP_E_NO_MATCH, pat);
+		return 0;
+	}
+	if (nids > KP_MAX_EVENTS_FIELDS || !ev->nfields) {
+		ev->fields = NULL;	/* too many to check: the kernel will */
+		ev->nfields = 0;
+	} else {
+		static const char *const synth[] = {
+			"name", "sc_nr", "sc_is_enter", "sc_arg1", "sc_arg2",
+			"sc_arg3", "sc_arg4", "sc_arg5", "sc_arg6", "retval",
+		};
+
+		for (i = 0; i < (ev->syscalls ? 10 : 1); i++)
+			add_field(S, ev, synth[i], strlen(synth[i]));
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = KTAP_PROBE_TRACEPOINT;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = KTAP_BC_NO_STR;
+	p.ids_start = kp_words_add(S, ids, nids);
+	p.nids = nids;
+	*first = kp_probe_add(S, &p);
+	return 1;
+}
+
+/* ---- kernel functions ---- */
+
+static void load_functions(struct kp_state *S, struct kp_names *out)
+{
+	char path[1024], *text, *p, *nl;
+	const char *ks = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
+
+	snprintf(path, sizeof(path), "%s/available_filter_functions",
+		 kp_tracefs(S));
+	text = read_file(&S->arena, path, 64 << 20);
+	if (text && *text) {
+		for (p = text; p && *p; p = nl ? nl + 1 : NULL) {
+			char name[256];
+
+			nl = strchr(p, '\n');
+			if (sscanf(p, "%255s", name) == 1)
+				names_add(&S->arena, out, name);
+		}
+	} else if ((text = read_file(&S->arena, ks, 256 << 20))) {
+		for (p = text; p && *p; p = nl ? nl + 1 : NULL) {
+			char addr[32], type, name[256];
+
+			nl = strchr(p, '\n');
+			if (sscanf(p, "%31s %c %255s", addr, &type, name) == 3 &&
+			    (type == 't' || type == 'T' || type == 'w' ||
+			     type == 'W'))
+				names_add(&S->arena, out, name);
+		}
+	}
+	names_sort(out);
+}
+
+static int valid_sym(const char *s, int glob)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		if (!(*s == '_' || *s == '.' || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      (glob && (*s == '*' || *s == '?'))))
+			return 0;
+	}
+	return 1;
+}
+
+static uint32_t kp_add_kprobe(struct kp_state *S, const char *spec,
+			      const char *sym, uint64_t off, int ret)
+{
+	struct ktap_bc_probe p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = KTAP_PROBE_KPROBE;
+	p.flags = ret ? KTAP_PROBE_F_RETURN : 0;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = kp_strtab(S, sym, (uint32_t)strlen(sym));
+	p.arg = off;
+	return kp_probe_add(S, &p);
+}
+
+static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
+			       const char *rest, uint32_t line, uint32_t col,
+			       uint32_t *first)
+{
+	char sym[256], sug[600];
+	const char *end = rest;
+	struct kp_names funcs = { 0 };
+	uint64_t off = 0;
+	uint32_t i, n = 0;
+	int ret = 0;
+	size_t len;
+	char *plus, *pct;
+
+	while (*end && *end != ' ' && *end != '\t')
+		end++;
+	len = (size_t)(end - rest);
+	if (len >= sizeof(sym)) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "function name too long");
+		return 0;
+	}
+	memcpy(sym, rest, len);
+	sym[len] = '\0';
+	pct = strchr(sym, '%');
+	if (pct) {
+		if (strcmp(pct, "%return")) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "only %return may follow the function");
+			return 0;
+		}
+		*pct = '\0';
+		ret = 1;
+	}
+	if (len && sym[strlen(sym) - 1] == '!') {
+		sym[strlen(sym) - 1] = '\0';
+		ret = 1;
+	}
+	plus = strchr(sym, '+');
+	if (plus) {
+		char *e;
+
+		*plus = '\0';
+		off = strtoull(plus + 1, &e, 0);
+		if (e == plus + 1 || *e || ret || off > 0x7fffffff) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 ret ? "a return probe takes no offset" :
+				 "bad offset after '+'");
+			return 0;
+		}
+	}
+	if (!valid_sym(sym, 1)) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected a kernel function name");
+		return 0;
+	}
+	load_functions(S, &funcs);
+	if (!has_glob(sym)) {
+		if (funcs.n && !bsearch(&(char *){ sym }, funcs.v, funcs.n,
+					sizeof(*funcs.v), cmp_str)) {
+			kp_suggest(sug, sizeof(sug), sym,
+				   closest(&funcs, sym, NULL));
+			kp_error(S, line, col, KP_E_UNKNOWN_FUNC, sym, sug);
+			return 0;
+		}
+		*first = kp_add_kprobe(S, spec, sym, off, ret);
+		return 1;
+	}
+	if (!funcs.n) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/available_filter_functions",
+			 kp_tracefs(S));
+		kp_error(S, line, col, KP_E_NO_TRACEFS, path,
+			 "needed to expand the wildcard");
+		return 0;
+	}
+	for (i = 0; i < funcs.n; i++) {
+		if (fnmatch(sym, funcs.v[i], 0) ||
+		    (i && !strcmp(funcs.v[i], funcs.v[i - 1])))
+			continue;
+		n++;
+	}
+	if (!n) {
+		kp_error(S, line, col, KP_E_NO_MATCH, sym);
+		return 0;
+	}
+	if (n > KP_MAX_KPROBE_GLOB) {
+		kp_error(S, line, col, KP_E_GLOB_MANY, sym, (int)n,
+			 KP_MAX_KPROBE_GLOB);
+		return 0;
+	}
+	n = 0;
+	for (i = 0; i < funcs.n; i++) {
+		uint32_t idx;
+
+		if (fnmatch(sym, funcs.v[i], 0) ||
+		    (i && !strcmp(funcs.v[i], funcs.v[i - 1])))
+			continue;
+		idx = kp_add_kprobe(S, spec, funcs.v[i], off, ret);
+		if (!n++)
+			*first = idx;
+	}
+	return n;
+}
+
+/* ---- ELF symbols for uprobes ---- */
+
+struct kp_elf {
+	const unsigned char	*map;
+	size_t			size;
+};
+
+static int elf_open(struct kp_elf *e, const char *path, const char **why)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	const Elf64_Ehdr *h;
+
+	e->map = NULL;
+	if (fd < 0) {
+		*why = strerror(errno);
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		*why = "not an ELF file";
+		return -1;
+	}
+	e->size = (size_t)st.st_size;
+	e->map = mmap(NULL, e->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (e->map == MAP_FAILED) {
+		e->map = NULL;
+		*why = strerror(errno);
+		return -1;
+	}
+	h = (const Elf64_Ehdr *)e->map;
+	if (memcmp(h->e_ident, ELFMAG, SELFMAG) ||
+	    h->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    h->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    h->e_shentsize != sizeof(Elf64_Shdr) ||
+	    h->e_shoff > e->size ||
+	    (uint64_t)h->e_shnum * sizeof(Elf64_Shdr) > e->size - h->e_shoff ||
+	    h->e_phoff > e->size ||
+	    (uint64_t)h->e_phnum * sizeof(Elf64_Phdr) > e->size - h->e_phoff) {
+		munmap((void *)e->map, e->size);
+		e->map = NULL;
+		*why = "not a 64-bit little-endian ELF file";
+		return -1;
+	}
+	return 0;
+}
+
+static void elf_close(struct kp_elf *e)
+{
+	if (e->map)
+		munmap((void *)e->map, e->size);
+}
+
+/*
+ * Walk the function symbols of .symtab and .dynsym. @fn returns nonzero
+ * to stop. Every offset is bounds-checked: the file may be hostile.
+ */
+static int elf_syms(struct kp_elf *e,
+		    int (*fn)(void *arg, const char *name, uint64_t value),
+		    void *arg)
+{
+	const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->map;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(e->map + h->e_shoff);
+	uint32_t i, j;
+
+	for (i = 0; i < h->e_shnum; i++) {
+		const Elf64_Shdr *s = &sh[i], *str;
+		const Elf64_Sym *sym;
+		uint64_t n;
+
+		if (s->sh_type != SHT_SYMTAB && s->sh_type != SHT_DYNSYM)
+			continue;
+		if (s->sh_link >= h->e_shnum || s->sh_offset > e->size ||
+		    s->sh_size > e->size - s->sh_offset ||
+		    s->sh_entsize != sizeof(Elf64_Sym))
+			continue;
+		str = &sh[s->sh_link];
+		if (str->sh_offset > e->size ||
+		    str->sh_size > e->size - str->sh_offset)
+			continue;
+		sym = (const Elf64_Sym *)(e->map + s->sh_offset);
+		n = s->sh_size / sizeof(Elf64_Sym);
+		for (j = 0; j < n; j++) {
+			const char *name;
+
+			if (ELF64_ST_TYPE(sym[j].st_info) != STT_FUNC ||
+			    !sym[j].st_value || sym[j].st_name >= str->sh_size)
+				continue;
+			name = (const char *)e->map + str->sh_offset +
+			       sym[j].st_name;
+			if (!memchr(name, '\0', str->sh_size - sym[j].st_name))
+				continue;
+			if (fn(arg, name, sym[j].st_value))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* Virtual address to file offset through the PT_LOAD segments. */
+static int elf_vaddr_off(struct kp_elf *e, uint64_t va, uint64_t *off)
+{
+	const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->map;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(e->map + h->e_phoff);
+	uint32_t i;
+
+	for (i = 0; i < h->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		if (va >= ph[i].p_vaddr && va - ph[i].p_vaddr < ph[i].p_filesz) {
+			*off = va - ph[i].p_vaddr + ph[i].p_offset;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+struct sym_find {
+	const char	*want;
+	uint64_t	value;
+	const char	*best;
+	int		bd;
+};
+
+static int sym_find_cb(void *arg, const char *name, uint64_t value)
+{
+	struct sym_find *f = arg;
+	int d;
+
+	if (!strcmp(name, f->want)) {
+		f->value = value;
+		return 1;
+	}
+	if (strlen(name) < 100) {
+		d = kp_distance(f->want, name);
+		if (d < f->bd) {
+			f->bd = d;
+			f->best = name;
+		}
+	}
+	return 0;
+}
+
+static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
+			       const char *rest, uint32_t line, uint32_t col,
+			       uint32_t *first)
+{
+	char path[1024], sym[256], msg[1700], sug[300];
+	const char *colon, *end = rest, *why;
+	struct ktap_bc_probe p;
+	struct kp_elf elf;
+	uint64_t off;
+	size_t len;
+	int ret = 0;
+	char *pct;
+
+	while (*end && *end != ' ' && *end != '\t')
+		end++;
+	colon = NULL;
+	for (const char *c = rest; c < end; c++)
+		if (*c == ':')
+			colon = c;
+	if (!colon || colon == rest || colon + 1 == end ||
+	    (size_t)(colon - rest) >= sizeof(path) ||
+	    (size_t)(end - colon) >= sizeof(sym)) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected /PATH:SYMBOL or /PATH:0xOFFSET");
+		return 0;
+	}
+	memcpy(path, rest, (size_t)(colon - rest));
+	path[colon - rest] = '\0';
+	len = (size_t)(end - colon - 1);
+	memcpy(sym, colon + 1, len);
+	sym[len] = '\0';
+	pct = strchr(sym, '%');
+	if (pct) {
+		if (strcmp(pct, "%return")) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "only %return may follow the symbol");
+			return 0;
+		}
+		*pct = '\0';
+		ret = 1;
+	}
+	if (sym[0] && sym[strlen(sym) - 1] == '!') {
+		sym[strlen(sym) - 1] = '\0';
+		ret = 1;
+	}
+	if (!strncmp(sym, "0x", 2)) {
+		char *e;
+
+		off = strtoull(sym + 2, &e, 16);
+		if (e == sym + 2 || *e) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "bad hexadecimal offset");
+			return 0;
+		}
+	} else {
+		struct sym_find f = { .want = sym, .bd = 1000 };
+
+		if (!valid_sym(sym, 0)) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "expected a symbol name (no wildcards in uprobes)");
+			return 0;
+		}
+		if (elf_open(&elf, path, &why)) {
+			snprintf(msg, sizeof(msg), "%s: %s", path, why);
+			kp_error(S, line, col, KP_E_UPROBE, spec, msg);
+			return 0;
+		}
+		if (!elf_syms(&elf, sym_find_cb, &f)) {
+			kp_suggest(sug, sizeof(sug), sym, f.best);
+			snprintf(msg, sizeof(msg), "no function '%s' in %s%s",
+				 sym, path, sug);
+			elf_close(&elf);
+			kp_error(S, line, col, KP_E_UPROBE, spec, msg);
+			return 0;
+		}
+		if (elf_vaddr_off(&elf, f.value, &off)) {
+			elf_close(&elf);
+			kp_error(S, line, col, KP_E_UPROBE, spec,
+				 "symbol is not in an executable segment");
+			return 0;
+		}
+		elf_close(&elf);
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = KTAP_PROBE_UPROBE;
+	p.flags = ret ? KTAP_PROBE_F_RETURN : 0;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
+	p.arg = off;
+	*first = kp_probe_add(S, &p);
+	return 1;
+}
+
+uint32_t kp_events_resolve(struct kp_state *S, const char *spec,
+			   enum kp_spec_form form, uint32_t line,
+			   uint32_t col, uint32_t *first,
+			   struct kp_evinfo *ev)
+{
+	const char *rest;
+
+	if (!strncmp(spec, "probe:", 6) || !strncmp(spec, "kprobe:", 7) ||
+	    !strncmp(spec, "uprobe:", 7)) {
+		rest = strchr(spec, ':') + 1;
+		if (*rest == '/')
+			return uprobe_resolve(S, spec, rest, line, col, first);
+		if (!strncmp(spec, "uprobe:", 7)) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "expected uprobe:/PATH:SYMBOL");
+			return 0;
+		}
+		return kprobe_resolve(S, spec, rest, line, col, first);
+	}
+	if (!strncmp(spec, "ftrace:", 7)) {
+		kp_error(S, line, col, KP_E_UNSUPPORTED, spec,
+			 "use probe:FUNCTION (a kprobe) instead");
+		return 0;
+	}
+	if (!strncmp(spec, "tp:", 3))
+		return tp_resolve(S, spec, spec + 3, line, col, first, ev);
+	if (!strchr(spec, ':')) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 form == KP_FORM_KDEBUG ?
+			 "expected tp:SYSTEM[:EVENT] or kprobe:FUNCTION" :
+			 "expected SYSTEM:EVENT or probe:FUNCTION");
+		return 0;
+	}
+	return tp_resolve(S, spec, spec, line, col, first, ev);
+}
+
+uint32_t kp_events_simple(struct kp_state *S, enum ktap_probe_type type,
+			  const char *spec, uint64_t arg)
+{
+	struct ktap_bc_probe p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = KTAP_BC_NO_STR;
+	p.arg = arg;
+	return kp_probe_add(S, &p);
+}
+
+int kp_events_list(const char *glob)
+{
+	struct kp_arena a = { 0 };
+	struct kp_names systems = { 0 };
+	const char *root = kp_tracefs(NULL), *env = getenv("KTAP_TRACEFS");
+	char dir[1024], full[600];
+	uint32_t i, j;
+	int found = 0;
+
+	if (env && *env)
+		root = env;
+	snprintf(dir, sizeof(dir), "%s/events", root);
+	if (list_dirs(&a, dir, "*", &systems, NULL) < 0) {
+		fprintf(stderr, "ktap: cannot read %s: %s\n", dir,
+			strerror(errno));
+		kp_arena_free(&a);
+		return 1;
+	}
+	for (i = 0; i < systems.n; i++) {
+		struct kp_names evs = { 0 };
+
+		snprintf(dir, sizeof(dir), "%s/events/%s", root, systems.v[i]);
+		list_dirs(&a, dir, "*", &evs, NULL);
+		for (j = 0; j < evs.n; j++) {
+			snprintf(full, sizeof(full), "%s:%s", systems.v[i],
+				 evs.v[j]);
+			if (glob && fnmatch(glob, full, 0))
+				continue;
+			puts(full);
+			found++;
+		}
+	}
+	kp_arena_free(&a);
+	return found ? 0 : 1;
+}
+
+struct kp_symlist {
+	struct kp_names	l;
+	struct kp_arena	a;
+};
+
+static int list_cb(void *arg, const char *name, uint64_t value)
+{
+	struct kp_symlist *sl = arg;
+
+	(void)value;
+	names_add(&sl->a, &sl->l, name);
+	return 0;
+}
+
+int kp_elf_list(const char *path)
+{
+	struct kp_symlist st = { { 0 }, { 0 } };
+	struct kp_elf elf;
+	const char *why;
+	uint32_t i;
+
+	if (elf_open(&elf, path, &why)) {
+		fprintf(stderr, "ktap: %s: %s\n", path, why);
+		return 1;
+	}
+	elf_syms(&elf, list_cb, &st);
+	elf_close(&elf);
+	names_sort(&st.l);
+	for (i = 0; i < st.l.n; i++)
+		if (!i || strcmp(st.l.v[i], st.l.v[i - 1]))
+			puts(st.l.v[i]);
+	kp_arena_free(&st.a);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ktap probe-spec resolution (events.c): turns the event definition of
+ * `trace EVENTDEF`, the spec strings of kdebug.probe() and the period
+ * probes into entries of the image's probe table. Tracepoint wildcards
+ * become event ids read from tracefs (events/SYSTEM/EVENT/id), kprobe
+ * wildcards are expanded against available_filter_functions, uprobe
+ * symbols are looked up in the binary's ELF symbol tables. The tracefs
+ * root is $KTAP_TRACEFS, else /sys/kernel/tracing.
+ */
+#ifndef KP_EVENTS_H
+#define KP_EVENTS_H
+
+#include "kp.h"
+
+/* What the resolver learned about the matched events. */
+struct kp_evinfo {
+	int		tracepoint;	/* all entries are tracepoints */
+	int		syscalls;	/* some are syscall events */
+	const char	**fields;	/* union of their fields, or NULL */
+	uint32_t	nfields, fieldcap;
+	const char	*first;		/* first matched event, SYS:EVENT */
+};
+
+enum kp_spec_form {
+	KP_FORM_TRACE,		/* trace EVENTDEF { } */
+	KP_FORM_KDEBUG,		/* kdebug.probe("...", fn) */
+};
+
+/*
+ * Add probe-table entries for @spec. Returns how many were added (the
+ * first index in *first), or 0 after reporting an error at @line:@col.
+ */
+uint32_t kp_events_resolve(struct kp_state *S, const char *spec,
+			   enum kp_spec_form form, uint32_t line,
+			   uint32_t col, uint32_t *first,
+			   struct kp_evinfo *ev);
+
+/* Add one timer/profile/end probe. */
+uint32_t kp_events_simple(struct kp_state *S, enum ktap_probe_type type,
+			  const char *spec, uint64_t arg);
+
+/* The tracefs root in use. */
+const char *kp_tracefs(struct kp_state *S);
+
+/* ktap -le [GLOB]: print matching SYSTEM:EVENT names. */
+int kp_events_list(const char *glob);
+/* ktap -lf DSO: print function symbols of an ELF binary. */
+int kp_elf_list(const char *path);
+
+#endif /* KP_EVENTS_H */

@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ktap: the command line tool. Compiles a script (kp_compile), then
+ * either prints the bytecode (-b) or runs it through the kernel's
+ * tracefs control file: LOAD, START, stream the session's output with
+ * poll()+read() until Ctrl-C, exit() or the traced command ends, STOP,
+ * drain, STATS. See Documentation/trace/ktap.rst.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "kp.h"
+#include "code.h"
+#include "disasm.h"
+#include "events.h"
+
+#define KTAP_CONTROL	"/sys/kernel/tracing/ktap/control"
+
+struct opts {
+	const char	*file;		/* script path, or NULL with -e */
+	const char	*src;		/* -e / -s source */
+	const char	*out;		/* -o */
+	int		pid, cpu;
+	int		timestamps, verbose, quiet, dry, bytecode;
+	char		**args;		/* script arguments */
+	int		nargs;
+	char		**cmd;		/* after -- */
+};
+
+static volatile sig_atomic_t got_stop, got_child;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGCHLD)
+		got_child = 1;
+	else
+		got_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: ktap [options] file [script args] [-- cmd [args]]\n"
+	      "       ktap [options] -e 'one-liner' [script args] [-- cmd [args]]\n"
+	      "\n"
+	      "  -e SRC     run the one-liner SRC\n"
+	      "  -o FILE    write output (or the -b listing) to FILE\n"
+	      "  -p PID     trace only process PID\n"
+	      "  -C CPU     trace only CPU\n"
+	      "  -T         prefix each output line with a timestamp\n"
+	      "  -v         verbose: probes, hits, drops, memory\n"
+	      "  -q         do not print \"Tracing... Hit Ctrl-C to end.\"\n"
+	      "  -d         dry run: attach the probes, run no handler\n"
+	      "  -s EVENT   trace EVENT { print(cpu, tid, execname, argstr) }\n"
+	      "  -b         print the bytecode and exit (needs no kernel)\n"
+	      "  -le [GLOB] list events (SYSTEM:EVENT) matching GLOB\n"
+	      "  -lf DSO    list the functions of an ELF binary\n"
+	      "  -lm DSO    list the SDT markers of an ELF binary\n"
+	      "  -V         print the tool's and the kernel's versions\n"
+	      "  -h         this help\n"
+	      "  -- cmd     start cmd, trace it, stop when it exits\n", f);
+}
+
+static long parse_int(const char *s, const char *opt)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > 0x7fffffff) {
+		fprintf(stderr, "ktap: %s needs a number, not '%s'\n", opt, s);
+		exit(1);
+	}
+	return v;
+}
+
+static char *read_script(const char *path, uint32_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t r;
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY) : 0;
+
+	if (fd < 0 || !buf) {
+		fprintf(stderr, "ktap: cannot open %s: %s\n", path,
+			strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		if (n + 1 >= cap) {
+			if (cap > KP_MAX_SOURCE) {
+				fprintf(stderr, "ktap: %s: script larger than %d bytes\n",
+					path, KP_MAX_SOURCE);
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "ktap: cannot read %s: %s\n", path,
+				strerror(errno));
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	if (fd > 0)
+		close(fd);
+	if (buf) {
+		buf[n] = '\0';
+		*len = (uint32_t)n;
+	}
+	return buf;
+}
+
+static int print_version(void)
+{
+	struct ktap_version v;
+	int fd;
+
+	printf("ktap %s (bytecode ABI %u, %u opcodes, %u builtins)\n",
+	       KP_VERSION, KTAP_ABI_VERSION, KTAP_OP__COUNT, KTAP_BI__COUNT);
+	fd = open(KTAP_CONTROL, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		printf("kernel: not available (%s: %s)\n", KTAP_CONTROL,
+		       strerror(errno));
+		return 0;
+	}
+	memset(&v, 0, sizeof(v));
+	v.size = sizeof(v);
+	if (ioctl(fd, KTAP_IOC_VERSION, &v)) {
+		printf("kernel: not available (KTAP_IOC_VERSION: %s)\n",
+		       strerror(errno));
+	} else {
+		v.release[sizeof(v.release) - 1] = '\0';
+		printf("kernel: %s, bytecode ABI %u, %u opcodes, %u builtins%s\n",
+		       v.release, v.abi_version, v.nr_opcodes, v.nr_builtins,
+		       v.abi_version == KTAP_ABI_VERSION ? "" :
+		       " (ABI mismatch)");
+	}
+	close(fd);
+	return 0;
+}
+
+/* Copy session output to @out, with -T timestamps at line starts. */
+static void emit(FILE *out, const char *buf, size_t n, int ts, int *bol)
+{
+	size_t i;
+
+	if (!ts) {
+		fwrite(buf, 1, n, out);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (*bol) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_REALTIME, &t);
+			fprintf(out, "%lld.%06ld ", (long long)t.tv_sec,
+				t.tv_nsec / 1000);
+			*bol = 0;
+		}
+		fputc(buf[i], out);
+		if (buf[i] == '\n')
+			*bol = 1;
+	}
+}
+
+/* Start @cmd stopped: it waits for a byte on a pipe before exec. */
+static pid_t spawn(char **cmd, int *release)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(p)) {
+		perror("ktap: pipe");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("ktap: fork");
+		return -1;
+	}
+	if (!pid) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(127);
+		close(p[0]);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "ktap: cannot run %s: %s\n", cmd[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*release = p[1];
+	return pid;
+}
+
+static int run(const struct opts *o, const void *img, uint32_t len,
+	       uint32_t nprobes)
+{
+	struct ktap_load_attr attr;
+	struct ktap_stats st;
+	struct sigaction sa;
+	char log[4096], buf[65536];
+	FILE *out = stdout;
+	int fd, release = -1, stopped = 0, bol = 1, rc = 0;
+	pid_t child = -1;
+
+	fd = open(KTAP_CONTROL, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		fprintf(stderr, "ktap: cannot open %s: %s%s\n", KTAP_CONTROL,
+			strerror(errno), errno == ENOENT ?
+			" (is CONFIG_KTAP enabled and tracefs mounted?)" : "");
+		return 1;
+	}
+	if (o->out) {
+		out = fopen(o->out, "w");
+		if (!out) {
+			fprintf(stderr, "ktap: cannot write %s: %s\n", o->out,
+				strerror(errno));
+			close(fd);
+			return 1;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	if (o->cmd) {
+		child = spawn(o->cmd, &release);
+		if (child < 0) {
+			rc = 1;
+			goto out;
+		}
+	}
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.flags = o->dry ? KTAP_LOAD_F_DRY_RUN : 0;
+	attr.image = (uintptr_t)img;
+	attr.image_len = len;
+	attr.log_size = sizeof(log);
+	attr.log_buf = (uintptr_t)log;
+	attr.pid = o->pid >= 0 ? o->pid : child > 0 ? child : -1;
+	attr.cpu = o->cpu;
+	log[0] = '\0';
+	if (ioctl(fd, KTAP_IOC_LOAD, &attr)) {
+		log[sizeof(log) - 1] = '\0';
+		if (log[0])
+			fprintf(stderr, "ktap: kernel rejected bytecode: %s\n",
+				log);
+		else
+			fprintf(stderr, "ktap: KTAP_IOC_LOAD: %s\n",
+				strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	if (ioctl(fd, KTAP_IOC_START)) {
+		fprintf(stderr, "ktap: KTAP_IOC_START: %s\n", strerror(errno));
+		rc = 1;
+		/* the session output says why; drain it after STOP */
+	}
+	if (release >= 0) {
+		if (write(release, "g", 1) != 1)
+			perror("ktap: releasing the command");
+		close(release);
+		release = -1;
+	}
+	if (!nprobes) {
+		ioctl(fd, KTAP_IOC_STOP);
+		stopped = 1;
+	} else if (!o->quiet && !rc) {
+		fputs("Tracing... Hit Ctrl-C to end.\n", stderr);
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (got_child && child > 0 &&
+		    waitpid(child, NULL, WNOHANG) == child) {
+			child = -1;
+			got_stop = 1;
+		}
+		got_child = 0;
+		if (got_stop && !stopped) {
+			ioctl(fd, KTAP_IOC_STOP);
+			stopped = 1;
+		}
+		n = read(fd, buf, sizeof(buf));
+		if (n > 0) {
+			emit(out, buf, (size_t)n, o->timestamps, &bol);
+			continue;
+		}
+		if (n == 0) {
+			if (stopped)
+				break;
+			/* exit() or an error: stop, then drain */
+			ioctl(fd, KTAP_IOC_STOP);
+			stopped = 1;
+			continue;
+		}
+		if (errno != EAGAIN && errno != EINTR) {
+			fprintf(stderr, "ktap: read: %s\n", strerror(errno));
+			rc = 1;
+			break;
+		}
+		fflush(out);
+		if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
+			break;
+	}
+	fflush(out);
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (!ioctl(fd, KTAP_IOC_STATS, &st)) {
+		if (st.drops)
+			fprintf(stderr, "ktap: %llu events dropped\n",
+				(unsigned long long)st.drops);
+		if (o->verbose)
+			fprintf(stderr, "ktap: %u probes attached, %llu hits, "
+				"%llu drops, %llu skipped (recursion), "
+				"%llu errors, memory %llu of %llu bytes\n",
+				st.nr_attached, (unsigned long long)st.hits,
+				(unsigned long long)st.drops,
+				(unsigned long long)st.recursion,
+				(unsigned long long)st.errors,
+				(unsigned long long)st.mem_used,
+				(unsigned long long)st.mem_limit);
+		if (st.errors)
+			rc = 1;
+	}
+out:
+	if (release >= 0)
+		close(release);
+	if (out != stdout)
+		fclose(out);
+	close(fd);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .pid = -1, .cpu = -1 };
+	struct kp_state S;
+	char *src = NULL;
+	uint32_t len = 0, imglen;
+	void *img;
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-' || !strcmp(a, "-"))
+			break;
+		if (!strcmp(a, "--")) {
+			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			return print_version();
+		} else if (!strcmp(a, "-le")) {
+			const char *glob = i + 1 < argc && argv[i + 1][0] != '-' ?
+					   argv[i + 1] : NULL;
+
+			return kp_events_list(glob);
+		} else if (!strcmp(a, "-lf") || !strcmp(a, "-lm")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ktap: %s needs a binary\n", a);
+				return 1;
+			}
+			if (!strcmp(a, "-lm")) {
+				fprintf(stderr, "ktap: -lm: SDT markers are not supported yet\n");
+				return 1;
+			}
+			return kp_elf_list(argv[i + 1]);
+		} else if (!strcmp(a, "-T")) {
+			o.timestamps = 1;
+		} else if (!strcmp(a, "-v")) {
+			o.verbose = 1;
+		} else if (!strcmp(a, "-q")) {
+			o.quiet = 1;
+		} else if (!strcmp(a, "-d")) {
+			o.dry = 1;
+		} else if (!strcmp(a, "-b")) {
+			o.bytecode = 1;
+		} else if (!strcmp(a, "-e") || !strcmp(a, "-o") ||
+			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
+			   !strcmp(a, "-s")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ktap: %s needs an argument\n", a);
+				usage(stderr);
+				return 1;
+			}
+			i++;
+			if (a[1] == 'e') {
+				o.src = argv[i];
+			} else if (a[1] == 'o') {
+				o.out = argv[i];
+			} else if (a[1] == 'p') {
+				o.pid = (int)parse_int(argv[i], a);
+			} else if (a[1] == 'C') {
+				o.cpu = (int)parse_int(argv[i], a);
+			} else {
+				size_t n = strlen(argv[i]) + 64;
+				char *s = malloc(n);
+
+				if (!s)
+					return 2;
+				snprintf(s, n, "trace %s { print(cpu, tid, execname, argstr) }",
+					 argv[i]);
+				o.src = s;	/* freed at exit */
+			}
+		} else {
+			fprintf(stderr, "ktap: unknown option %s\n", a);
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (!o.src) {
+		if (i >= argc || !strcmp(argv[i], "--")) {
+			usage(stderr);
+			return 1;
+		}
+		o.file = argv[i++];
+	}
+	o.args = argv + i;
+	for (; i < argc && strcmp(argv[i], "--"); i++)
+		o.nargs++;
+	if (i < argc) {
+		if (i + 1 >= argc) {
+			fprintf(stderr, "ktap: -- needs a command\n");
+			return 1;
+		}
+		o.cmd = argv + i + 1;
+	}
+	if (o.file) {
+		src = read_script(o.file, &len);
+		if (!src)
+			return 1;
+	} else {
+		len = (uint32_t)strlen(o.src);
+	}
+	kp_state_init(&S, o.file ? o.file : "<command line>",
+		      o.file ? src : o.src, len, stderr);
+	S.args = o.args;
+	S.nargs = o.nargs > KP_MAX_ARGS ? KP_MAX_ARGS : o.nargs;
+	rc = kp_compile(&S) ? 1 : 0;
+	img = rc ? NULL : kp_image_write(&S, &imglen);
+	if (!img) {
+		rc = 1;
+	} else if (o.bytecode) {
+		FILE *out = o.out ? fopen(o.out, "w") : stdout;
+
+		if (!out) {
+			fprintf(stderr, "ktap: cannot write %s: %s\n", o.out,
+				strerror(errno));
+			rc = 1;
+		} else {
+			rc = kp_disasm(out, img, imglen,
+				       (const char *const *)S.img->globals,
+				       S.img->nglobals);
+			if (out != stdout)
+				fclose(out);
+		}
+	} else {
+		rc = run(&o, img, imglen, S.img->nprobes);
+	}
+	free(img);
+	kp_state_free(&S);
+	free(src);
+	return rc;
+}
