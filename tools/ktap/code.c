@@ -951,6 +951,7 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	if (off + ncode * 8 + nupv * 2 + (uint64_t)I->nprobes * 40 +
 	    (uint64_t)I->nwords * 4 + 64 > KTAP_MAX_IMAGE) {
 		kp_error(S, 0, 0, KP_E_IMAGE_SIZE, KTAP_MAX_IMAGE);
+		kp_flush_errors(S);
 		return NULL;
 	}
 	h.code.off = (uint32_t)off;

@@ -181,7 +181,7 @@ static void add_field(struct kp_state *S, struct kp_evinfo *ev,
 static void read_fields(struct kp_state *S, struct kp_evinfo *ev,
 			const char *dir)
 {
-	char path[1024], *text, *p;
+	char path[1400], *text, *p;
 
 	snprintf(path, sizeof(path), "%s/format", dir);
 	text = read_file(&S->arena, path, 1 << 16);

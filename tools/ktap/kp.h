@@ -123,6 +123,7 @@ struct kp_str {
 
 struct kp_token;
 struct kp_fstate;
+struct kp_diag;
 
 /* The whole compilation. */
 struct kp_state {
@@ -145,6 +146,10 @@ struct kp_state {
 	int		nargs;
 	char		**args;
 
+	/* diagnostics, printed sorted by kp_flush_errors() */
+	struct kp_diag	*diags;
+	uint32_t	ndiags, diagcap;
+
 	/* the image being built (code.c) */
 	struct kp_image	*img;
 };
@@ -161,6 +166,8 @@ void kp_fatal(struct kp_state *S, uint32_t line, uint32_t col,
 	      enum kp_err e, ...) __attribute__((noreturn));
 void kp_verror(struct kp_state *S, uint32_t line, uint32_t col,
 	       enum kp_err e, va_list ap);
+/* Print the collected diagnostics, sorted by position. */
+void kp_flush_errors(struct kp_state *S);
 
 /* Edit distance, for "did you mean" suggestions. */
 int kp_distance(const char *a, const char *b);

@@ -205,7 +205,7 @@ static void lx_string(struct kp_lexer *L)
 					n++;
 				}
 				if (v > 255) {
-					char e[8];
+					char e[16];
 
 					snprintf(e, sizeof(e), "%d", v);
 					kp_error(L->S, L->line,

@@ -682,7 +682,8 @@ static void ansi_call(struct kp_parser *P, const char *member,
 	    v[0] < 0 || v[0] > 255 || v[1] < 0 || v[1] > 255 ||
 	    v[2] < 0 || v[2] > 255) {
 		kp_error(P->S, at->line, at->col, KP_E_ANSI_ARG, what);
-		kp_init_exp(e, VNIL, 0);
+		kp_init_exp(e, VVOID, 0);
+		P->special = 1;
 		return;
 	}
 	snprintf(buf, sizeof(buf), kp_ansi[i].fmt, (int)v[0], (int)v[1],
@@ -1469,7 +1470,8 @@ static int is_assign_op(int t)
 static void target(struct kp_parser *P, struct kp_exp *v)
 {
 	if (TOK(P)->type == TK_NAME &&
-	    (is_assign_op(peek(P, 1)->type) || peek(P, 1)->type == TK_COMMA))
+	    (is_assign_op(peek(P, 1)->type) || peek(P, 1)->type == TK_COMMA ||
+	     peek(P, 1)->type == TK_AGGR))
 		singlevar_write(P, v);
 	else
 		suffixedexp(P, v);
@@ -1715,7 +1717,30 @@ static int starts_statement(const struct kp_token *t)
 	}
 }
 
-/* Panic mode: skip to the next statement boundary. */
+/* Skip a balanced ( ... ) or { ... } group starting at the current token. */
+static void skip_group(struct kp_parser *P)
+{
+	int depth = 0;
+
+	do {
+		int t = TOK(P)->type;
+
+		if (t == TK_EOF)
+			return;
+		if (t == TK_LPAREN || t == TK_LBRACE || t == TK_LBRACKET)
+			depth++;
+		else if (t == TK_RPAREN || t == TK_RBRACE || t == TK_RBRACKET)
+			depth--;
+		next(P);
+	} while (depth > 0);
+}
+
+/*
+ * Panic mode: skip to the next statement boundary: a `;`, the `}` that
+ * closes the current block, or a statement keyword or name that starts
+ * a line. Bracketed groups are skipped whole, so the body of a broken
+ * `if (...) { }` does not produce errors of its own.
+ */
 static void sync(struct kp_parser *P, uint32_t start)
 {
 	struct kp_state *S = P->S;
@@ -1734,7 +1759,11 @@ static void sync(struct kp_parser *P, uint32_t start)
 		}
 		if (t->nl_before && starts_statement(t))
 			return;
-		next(P);
+		if (t->type == TK_LPAREN || t->type == TK_LBRACE ||
+		    t->type == TK_LBRACKET)
+			skip_group(P);
+		else
+			next(P);
 	}
 }
 
@@ -1848,13 +1877,16 @@ int kp_compile(struct kp_state *S)
 	kp_image_init(S);
 	if (S->srclen > KP_MAX_SOURCE) {
 		kp_error(S, 0, 0, KP_E_IMAGE_SIZE, KP_MAX_SOURCE);
+		kp_flush_errors(S);
 		return S->nerrors;
 	}
 	kp_lex(S);
 	S->tk = 0;
 	S->recover = &top;
-	if (setjmp(top))
+	if (setjmp(top)) {
+		kp_flush_errors(S);
 		return S->nerrors ? S->nerrors : 1;
+	}
 	need_arg = prescan(S);
 	open_func(&P, &main_fs, NULL, 0);
 	S->line = 1;
@@ -1872,5 +1904,6 @@ int kp_compile(struct kp_state *S)
 	}
 	close_func(&P);
 	S->recover = NULL;
+	kp_flush_errors(S);
 	return S->nerrors;
 }

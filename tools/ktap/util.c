@@ -106,44 +106,96 @@ void kp_state_free(struct kp_state *S)
 	kp_arena_free(&S->arena);
 }
 
-/* Print the source line @line and a caret under column @col. */
-static void kp_show_line(struct kp_state *S, uint32_t line, uint32_t col)
+/* Append the source line @line and a caret under column @col. */
+static int kp_show_line(struct kp_state *S, char *buf, size_t n,
+			uint32_t line, uint32_t col)
 {
 	const char *p = S->src, *end = S->src + S->srclen, *e;
 	uint32_t l = 1, i;
+	int len;
 
 	if (!line)
-		return;
+		return 0;
 	while (p < end && l < line) {
 		if (*p++ == '\n')
 			l++;
 	}
 	if (l != line)
-		return;
-	for (e = p; e < end && *e != '\n'; e++)
+		return 0;
+	for (e = p; e < end && *e != '\n' && e - p < 200; e++)
 		;
-	fprintf(S->err, " %.*s\n ", (int)(e - p), p);
-	for (i = 1; i < col && p + i - 1 < e; i++)
-		fputc(p[i - 1] == '\t' ? '\t' : ' ', S->err);
-	fputs("^\n", S->err);
+	len = snprintf(buf, n, " %.*s\n ", (int)(e - p), p);
+	for (i = 1; i < col && p + i - 1 < e && (size_t)len + 3 < n; i++)
+		buf[len++] = p[i - 1] == '\t' ? '\t' : ' ';
+	len += snprintf(buf + len, n - (size_t)len, "^\n");
+	return len;
 }
+
+/*
+ * Diagnostics are collected and printed sorted by position when the
+ * compilation ends (the lexer runs ahead of the parser), at most
+ * KP_MAX_ERRORS of them.
+ */
+struct kp_diag {
+	uint32_t	line, col, seq;
+	char		*text;
+};
 
 void kp_verror(struct kp_state *S, uint32_t line, uint32_t col,
 	       enum kp_err e, va_list ap)
 {
+	char buf[1024];
+	struct kp_diag *d;
+	int n;
+
 	S->nerrors++;
 	if (S->nerrors > KP_MAX_ERRORS)
 		return;
 	if (line)
-		fprintf(S->err, "%s:%u:%u: error: ", S->file, line, col);
+		n = snprintf(buf, sizeof(buf), "%s:%u:%u: error: ", S->file,
+			     line, col);
 	else
-		fprintf(S->err, "%s: error: ", S->file);
-	vfprintf(S->err, kp_errmsg[e], ap);
-	fputc('\n', S->err);
-	kp_show_line(S, line, col);
-	if (S->nerrors == KP_MAX_ERRORS)
+		n = snprintf(buf, sizeof(buf), "%s: error: ", S->file);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = 0;
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, kp_errmsg[e], ap);
+	if ((size_t)n >= sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 300;
+	n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
+	kp_show_line(S, buf + n, sizeof(buf) - (size_t)n, line, col);
+	kp_grow(&S->arena, (void **)&S->diags, &S->diagcap, S->ndiags + 1,
+		sizeof(*S->diags));
+	d = &S->diags[S->ndiags];
+	d->line = line ? line : UINT32_MAX;
+	d->col = col;
+	d->seq = S->ndiags++;
+	d->text = kp_strndup(&S->arena, buf, strlen(buf));
+}
+
+static int diag_cmp(const void *a, const void *b)
+{
+	const struct kp_diag *x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->col != y->col)
+		return x->col < y->col ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void kp_flush_errors(struct kp_state *S)
+{
+	uint32_t i;
+
+	if (S->ndiags > 1)
+		qsort(S->diags, S->ndiags, sizeof(*S->diags), diag_cmp);
+	for (i = 0; i < S->ndiags; i++)
+		fputs(S->diags[i].text, S->err);
+	if (S->nerrors > KP_MAX_ERRORS)
 		fprintf(S->err, "%s: error: %s\n", S->file,
 			kp_errmsg[KP_E_TOO_MANY_ERRORS]);
+	S->ndiags = 0;
+	fflush(S->err);
 }
 
 void kp_error(struct kp_state *S, uint32_t line, uint32_t col,
@@ -196,7 +248,7 @@ int kp_distance(const char *a, const char *b)
 void kp_suggest(char *buf, size_t n, const char *name, const char *best)
 {
 	size_t len = strlen(name);
-	int lim = len < 6 ? 2 : (int)len / 3;
+	int lim = len < 4 ? 1 : len < 8 ? 2 : (int)len / 4 + 1;
 
 	buf[0] = '\0';
 	if (best && kp_distance(name, best) <= lim)

@@ -1,0 +1,181 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host tests of tools/ktap (no kernel needed), printed as TAP:
+#   1. every sample compiles (and passes the image self-check)
+#   2. golden -b listings: tests/golden/NAME.kp -> NAME.expected
+#   3. bad inputs: tests/errors.table, exact first diagnostic + status 1
+#   4. the same samples and bad inputs under ASan/UBSan (leaks included)
+#   5. command line behaviour (-h, -V, -le, -lf, -o, -e, -s, errors)
+#   6. size of the stripped tool
+#   7. the bounded fuzz run ($FUZZ_CHECK), when given
+# Environment: KTAP (the tool), KTAP_ASAN (sanitizer build), FUZZ_CHECK.
+# Exit status: 0 when every test passed.
+
+cd "$(dirname "$0")/.." || exit 1
+KTAP=${KTAP:-./ktap}
+abspath() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+KTAP=$(abspath "$KTAP")
+[ -n "$KTAP_ASAN" ] && KTAP_ASAN=$(abspath "$KTAP_ASAN")
+KTAP_TRACEFS=$(pwd)/tests/tracefs
+KTAP_KALLSYMS=/dev/null
+export KTAP_TRACEFS KTAP_KALLSYMS
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS UBSAN_OPTIONS
+OUT=tests/out
+rm -rf "$OUT"
+mkdir -p "$OUT/errors"
+
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+check() { # check NAME: run the rest, pass on status 0
+	name=$1
+	shift
+	if "$@" > "$OUT/last.log" 2>&1; then
+		ok "$name"
+	else
+		not_ok "$name"
+		sed 's/^/# /' "$OUT/last.log" | head -20
+	fi
+}
+
+# 1. samples
+for f in samples/*.kp; do
+	check "sample $(basename "$f") compiles" "$KTAP" -b "$f" 7
+done
+
+# 2. golden listings (run with script arguments: a 42)
+for f in tests/golden/*.kp; do
+	exp=${f%.kp}.expected
+	name=$(basename "$f" .kp)
+	if "$KTAP" -b "$f" a 42 > "$OUT/$name.out" 2>&1 &&
+	   cmp -s "$OUT/$name.out" "$exp"; then
+		ok "golden $name"
+	else
+		not_ok "golden $name"
+		diff -u "$exp" "$OUT/$name.out" | head -30 | sed 's/^/# /'
+	fi
+done
+
+# 3. bad inputs: split the table into NAME.kp and NAME.err files
+awk -v dir="$OUT/errors" '
+	/^### / { name = $2; kp = dir "/" name ".kp"; printf "" > kp;
+		  print name >> (dir "/list"); next }
+	/^!!! / { sub(/^!!! /, ""); print name ".kp:" $0 > (dir "/" name ".err"); next }
+	/^@@@ / { sub(/^@@@ /, ""); print $0 > (dir "/" name ".gen"); next }
+	/^#/ && !name { next }
+	name && /^$/ { next }
+	name { print >> kp }
+' tests/errors.table
+bad_case() { # bad_case TOOL LABEL NAME
+	tool=$1 label=$2 c=$3
+	(cd "$OUT/errors" &&
+	 "$tool" -b "$c.kp" > /dev/null 2> "$c.$label.stderr"
+	 echo $? > "$c.$label.rc")
+	exp=$(cat "$OUT/errors/$c.err")
+	got=$(grep -m1 ': error: ' "$OUT/errors/$c.$label.stderr")
+	rc=$(cat "$OUT/errors/$c.$label.rc")
+	if [ "$rc" = 1 ] && [ "$got" = "$exp" ]; then
+		ok "$label bad input $c: $exp"
+	else
+		not_ok "$label bad input $c"
+		echo "# expected: $exp (status 1)"
+		echo "# got:      $got (status $rc)"
+		head -5 "$OUT/errors/$c.$label.stderr" | sed 's/^/# /'
+	fi
+}
+for c in $(cat "$OUT/errors/list"); do
+	if [ -f "$OUT/errors/$c.gen" ]; then
+		sh "$OUT/errors/$c.gen" > "$OUT/errors/$c.kp"
+	fi
+	bad_case "$KTAP" error "$c"
+done
+nbad=$(wc -l < "$OUT/errors/list")
+if [ "$nbad" -ge 60 ]; then
+	ok "error table has $nbad cases (at least 60)"
+else
+	not_ok "error table has $nbad cases (at least 60)"
+fi
+
+# 4. sanitizers: samples, golden and bad inputs again
+if [ -n "$KTAP_ASAN" ] && [ -x "$KTAP_ASAN" ]; then
+	for f in samples/*.kp tests/golden/*.kp; do
+		check "asan $(basename "$f")" "$KTAP_ASAN" -b "$f" a 42
+	done
+	for c in $(cat "$OUT/errors/list"); do
+		bad_case "$KTAP_ASAN" asan "$c"
+	done
+else
+	echo "# no sanitizer build (KTAP_ASAN): skipped"
+fi
+
+# 5. the command line
+check "-h prints usage" sh -c "'$KTAP' -h | grep -q '^Usage: ktap'"
+check "-V prints tool and kernel versions" sh -c \
+	"'$KTAP' -V | grep -q '^ktap .*bytecode ABI' && '$KTAP' -V | grep -q '^kernel: '"
+check "unknown option fails" sh -c "! '$KTAP' -Z x 2>/dev/null"
+check "missing script fails" sh -c "! '$KTAP' 2>/dev/null"
+check "unreadable script fails with a message" sh -c \
+	"'$KTAP' -b /nonexistent.kp 2>&1 | grep -q 'cannot open /nonexistent.kp'"
+check "-e one-liner compiles" sh -c \
+	"'$KTAP' -b -e 'print(\"hello\")' | grep -q 'CALLB *r0 1 print'"
+check "-e names the command line in errors" sh -c \
+	"'$KTAP' -b -e 'print(' 2>&1 | grep -q '^<command line>:1:7: error:'"
+check "-s EVENT is trace EVENT { print(...) }" sh -c \
+	"'$KTAP' -b -s sched:sched_switch | grep -q 'probe 0: tracepoint \"sched:sched_switch\" ids 1: '"
+check "-o FILE writes the listing" sh -c \
+	"'$KTAP' -b -o '$OUT/o.txt' samples/syscalls.kp && grep -q ATTACH '$OUT/o.txt'"
+check "-le lists events matching a glob" sh -c \
+	"'$KTAP' -le 'sched:*' | grep -qx 'sched:sched_switch' && ! '$KTAP' -le 'sched:*' | grep -q syscalls"
+check "script arguments end at --" sh -c \
+	"'$KTAP' -b -e 'print(arg[1], arg[2])' x -- true | grep -q 'k1 ; \"x\"'"
+check "-p needs a number" sh -c "! '$KTAP' -p abc -e 'print(1)' 2>/dev/null"
+if [ -r /bin/true ] && "$KTAP" -lf /bin/true > /dev/null 2>&1; then
+	ok "-lf lists the functions of an ELF file"
+else
+	not_ok "-lf lists the functions of an ELF file"
+fi
+LIBC=/lib/x86_64-linux-gnu/libc.so.6
+if [ -r "$LIBC" ]; then
+	check "uprobe on libc malloc resolves to a file offset" sh -c \
+		"'$KTAP' -b -e 'trace probe:$LIBC:malloc {}' | grep -q 'uprobe .* target \"$LIBC\" offset 0x[0-9a-f]'"
+fi
+if [ ! -e /sys/kernel/tracing/ktap/control ]; then
+	check "running without the kernel side fails cleanly" sh -c \
+		"! '$KTAP' -e 'print(1)' 2> '$OUT/nokernel' && grep -q 'ktap: cannot open /sys/kernel/tracing/ktap/control' '$OUT/nokernel'"
+fi
+check "several errors are reported in one run, sorted" sh -c \
+	"printf 'x = (1\ny = \$\nprint(zzz)\n' > '$OUT/multi.kp';
+	 '$KTAP' -b '$OUT/multi.kp' 2>&1 | grep ': error:' | cut -d: -f2 | tr '\n' ' ' | grep -qx '2 2 3 '"
+check "errors show the source line and a caret" sh -c \
+	"printf 'var a = 1\nprint(b)\n' > '$OUT/caret.kp';
+	 '$KTAP' -b '$OUT/caret.kp' 2>&1 | sed -n 2,3p | tr '\n' '|' | grep -qx ' print(b)| {6}\\^|' ||
+	 '$KTAP' -b '$OUT/caret.kp' 2>&1 | sed -n 3p | grep -qx '       ^'"
+
+# 6. size
+if command -v strip > /dev/null; then
+	strip -o "$OUT/ktap.stripped" "$KTAP"
+	size=$(wc -c < "$OUT/ktap.stripped")
+	if [ "$size" -lt 153600 ]; then
+		ok "stripped ktap is $size bytes (< 150 KB)"
+	else
+		not_ok "stripped ktap is $size bytes (< 150 KB)"
+	fi
+fi
+
+# 7. fuzzing
+if [ -n "$FUZZ_CHECK" ]; then
+	if sh -c "$FUZZ_CHECK" > "$OUT/fuzz.log" 2>&1; then
+		ok "fuzz: $(tail -1 "$OUT/fuzz.log")"
+	else
+		not_ok "fuzz run"
+		tail -20 "$OUT/fuzz.log" | sed 's/^/# /'
+	fi
+fi
+
+echo "1..$n"
+echo "# $((n - fails)) passed, $fails failed"
+[ "$fails" = 0 ]
