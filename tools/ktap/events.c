@@ -624,6 +624,7 @@ struct sym_find {
 	uint64_t	value;
 	const char	*best;
 	int		bd;
+	int		suggest;	/* second pass: find the closest name */
 };
 
 static int sym_find_cb(void *arg, const char *name, uint64_t value)
@@ -635,7 +636,7 @@ static int sym_find_cb(void *arg, const char *name, uint64_t value)
 		f->value = value;
 		return 1;
 	}
-	if (strlen(name) < 100) {
+	if (f->suggest && strlen(name) < 100) {
 		d = kp_distance(f->want, name);
 		if (d < f->bd) {
 			f->bd = d;
@@ -713,6 +714,8 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 			return 0;
 		}
 		if (!elf_syms(&elf, sym_find_cb, &f)) {
+			f.suggest = 1;
+			elf_syms(&elf, sym_find_cb, &f);
 			kp_suggest(sug, sizeof(sug), sym, f.best);
 			snprintf(msg, sizeof(msg), "no function '%s' in %s%s",
 				 sym, path, sug);
