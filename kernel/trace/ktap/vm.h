@@ -15,8 +15,9 @@
  *    freed with the session, so a pointer read under any lock stays
  *    valid for the whole session.
  *  - A ktap_value is 16 bytes: values in shared slots (globals, closed
- *    upvalues) are read under a seqcount and written under a raw lock;
- *    table slots are accessed under the table's own lock.
+ *    upvalues) are read under a seqcount and written under a raw lock.
+ *    Tables read and increment lock-free through immutable-type value
+ *    cells (see struct ktap_table); only writers take the table lock.
  */
 #ifndef _KTAP_VM_H
 #define _KTAP_VM_H
@@ -67,32 +68,51 @@ struct ktap_strset {
 	u32		seed;
 };
 
-/* A table slot of the hash part; an empty slot has a nil key. */
-struct ktap_node {
+/* A key and its value, as iterators and snapshots hold them. */
+struct ktap_pair {
 	struct ktap_value	key;
 	struct ktap_value	val;
 };
 
+/*
+ * A table slot of the hash part. An empty slot has a nil key; a key,
+ * once written, never changes. @cell is NULL for a deleted key.
+ */
+struct ktap_node {
+	struct ktap_value	key;
+	struct ktap_value	*cell;
+};
+
+struct ktap_hpart {
+	u32			cap;	/* power of two */
+	u32			used;	/* slots holding a key */
+	struct ktap_node	n[];
+};
+
+struct ktap_apart {
+	u32			cap;	/* integer keys 1..cap */
+	struct ktap_value	*cell[];
+};
+
 /**
  * struct ktap_table - a Lua-like table
- * @lock: protects every field and the slots; see ktap_spin guard
- * @acap: array part capacity: integer keys 1..@acap live in @arr
- * @hcap: hash part capacity (power of two, or 0)
- * @hused: hash slots holding a key (a deleted key keeps its slot)
- * @count: non-nil entries in both parts
- * @arr: array part
- * @hash: hash part, linear probing
+ * @lock: serialises writers (new keys, deletions, type changes, growth)
+ * @count: non-nil entries
+ * @arr: array part, or NULL
+ * @hash: hash part, or NULL
  *
- * Growth allocates new parts from the pool and abandons the old ones.
+ * Values live in cells whose type never changes once published: a
+ * store of the same type rewrites the 8-byte payload in place, a store
+ * of another type publishes a new cell. Readers and `+=` on an integer
+ * therefore need no lock: they find the cell through whichever parts
+ * they see (growth publishes new parts; old ones stay valid in the
+ * pool and point at the same cells) and read or atomically add to it.
  */
 struct ktap_table {
 	raw_spinlock_t		lock;
-	u32			acap;
-	u32			hcap;
-	u32			hused;
 	u32			count;
-	struct ktap_value	*arr;
-	struct ktap_node	*hash;
+	struct ktap_apart	*arr;
+	struct ktap_hpart	*hash;
 };
 
 /* One statistics aggregate: what `s[k] <<< v` accumulates. */
@@ -130,7 +150,7 @@ struct ktap_closure {
 struct ktap_iter {
 	u32			n;
 	u32			pos;
-	struct ktap_node	e[];
+	struct ktap_pair	e[];
 };
 
 /* A call frame of the interpreter. */

@@ -10,9 +10,13 @@
  * Table growth abandons the old array/hash parts in the pool.
  *
  * Locking: strings are interned lock-free (cmpxchg into an insert-only
- * open-addressing set). Each table has its own raw spinlock (the
- * ktap_spin_try guard: trylock in NMI, which reports -EBUSY so the
- * caller counts a drop). No operation holds two table locks at once.
+ * open-addressing set). Table reads and `+=` on an existing integer are
+ * lock-free (see struct ktap_table): counting on every CPU shares no
+ * lock. Writers that add keys, delete, change a value's type or grow
+ * the table take the table's raw spinlock (the ktap_spin_try guard:
+ * trylock in NMI, which reports -EBUSY so the caller counts a drop).
+ * No operation holds two table locks at once. ptables update only the
+ * current CPU's part, under that part's (uncontended) lock.
  */
 #include <linux/jhash.h>
 #include <linux/hash.h>
@@ -343,15 +347,47 @@ static u32 ktap_key_hash(const struct ktap_value *k)
 	}
 }
 
-static bool ktap_key_eq(const struct ktap_value *a, const struct ktap_value *b)
+static bool ktap_key_eq(u32 type, const struct ktap_value *a,
+			const struct ktap_value *b)
 {
-	if (a->type != b->type)
+	if (type != b->type)
 		return false;
-	if (a->type == KTAP_TSTR)
-		return a->s == b->s;
-	if (a->type == KTAP_TBOOL)
-		return a->b == b->b;
-	return a->i == b->i;
+	if (type == KTAP_TSTR)
+		return READ_ONCE(a->s) == b->s;
+	if (type == KTAP_TBOOL)
+		return READ_ONCE(a->b) == b->b;
+	return READ_ONCE(a->i) == b->i;
+}
+
+/* Read a cell: its type is immutable, its payload one 8-byte load. */
+static void ktap_cell_read(const struct ktap_value *cell,
+			   struct ktap_value *out)
+{
+	if (!cell) {
+		ktap_set_nil(out);
+		return;
+	}
+	out->type = cell->type;
+	out->i = READ_ONCE(cell->i);
+}
+
+static struct ktap_value *ktap_cell_new(struct ktap_vm *vm,
+					const struct ktap_value *v)
+{
+	struct ktap_value *cell = ktap_alloc(vm, sizeof(*cell));
+
+	if (cell)
+		*cell = *v;
+	return cell;
+}
+
+static struct ktap_hpart *ktap_hpart_new(struct ktap_vm *vm, u32 cap)
+{
+	struct ktap_hpart *h = ktap_alloc(vm, struct_size(h, n, cap));
+
+	if (h)
+		h->cap = cap;
+	return h;
 }
 
 struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash)
@@ -362,164 +398,217 @@ struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash)
 		return NULL;
 	raw_spin_lock_init(&t->lock);
 	if (narr) {
-		t->arr = ktap_alloc(vm, array_size(narr, sizeof(*t->arr)));
+		t->arr = ktap_alloc(vm, struct_size(t->arr, cell, narr));
 		if (!t->arr)
 			return NULL;
-		t->acap = narr;
+		t->arr->cap = narr;
 	}
 	if (nhash) {
 		u32 cap = roundup_pow_of_two(max(nhash + nhash / 3 + 1, 4U));
 
-		t->hash = ktap_alloc(vm, array_size(cap, sizeof(*t->hash)));
+		t->hash = ktap_hpart_new(vm, cap);
 		if (!t->hash)
 			return NULL;
-		t->hcap = cap;
 	}
 	return t;
 }
 
-static struct ktap_node *ktap_hfind(struct ktap_table *t,
+/* Lock-free lookup in hash part @h: the node of @key, or NULL. */
+static struct ktap_node *ktap_hfind(struct ktap_hpart *h,
 				    const struct ktap_value *key)
 {
-	u32 mask = t->hcap - 1, i, n;
-	struct ktap_node *node;
+	u32 mask, i, n, type;
 
-	if (!t->hcap)
+	if (!h)
 		return NULL;
+	mask = h->cap - 1;
 	i = ktap_key_hash(key) & mask;
-	for (n = 0; n < t->hcap; n++, i = (i + 1) & mask) {
-		node = &t->hash[i];
-		if (node->key.type == KTAP_TNIL)
+	for (n = 0; n < h->cap; n++, i = (i + 1) & mask) {
+		struct ktap_node *node = &h->n[i];
+
+		/* pairs with the release in ktap_hclaim(): key is complete */
+		type = smp_load_acquire(&node->key.type);
+		if (type == KTAP_TNIL)
 			return NULL;
-		if (ktap_key_eq(&node->key, key))
+		if (ktap_key_eq(type, &node->key, key))
 			return node;
 	}
 	return NULL;
 }
 
-/* An empty slot for @key; the caller made sure one exists. */
-static struct ktap_node *ktap_hempty(struct ktap_node *hash, u32 hcap,
-				     const struct ktap_value *key)
+/*
+ * Lock-free: where the cell pointer of a normalised @key lives, or NULL
+ * if the key has no slot in the parts seen now.
+ */
+static struct ktap_value **ktap_cellp(struct ktap_table *t,
+				      const struct ktap_value *key)
 {
-	u32 mask = hcap - 1, i = ktap_key_hash(key) & mask;
+	struct ktap_apart *a;
+	struct ktap_node *node;
 
-	while (hash[i].key.type != KTAP_TNIL)
+	/* pairs with the releases publishing parts: see their contents */
+	a = smp_load_acquire(&t->arr);
+	if (key->type == KTAP_TINT && a && key->i >= 1 && key->i <= a->cap)
+		return &a->cell[key->i - 1];
+	/* as above, for the hash part */
+	node = ktap_hfind(smp_load_acquire(&t->hash), key);
+	return node ? &node->cell : NULL;
+}
+
+/* Claim an empty node for @key in @h; the caller made sure one exists. */
+static struct ktap_node *ktap_hclaim(struct ktap_hpart *h,
+				     const struct ktap_value *key,
+				     struct ktap_value *cell)
+{
+	u32 mask = h->cap - 1, i = ktap_key_hash(key) & mask;
+	struct ktap_node *node;
+
+	while (h->n[i].key.type != KTAP_TNIL)
 		i = (i + 1) & mask;
-	return &hash[i];
+	node = &h->n[i];
+	node->cell = cell;
+	node->key.i = key->i;
+	if (key->type == KTAP_TSTR)
+		node->key.s = key->s;
+	/* publish the key last: lock-free readers match on its type */
+	smp_store_release(&node->key.type, key->type);
+	h->used++;
+	return node;
 }
 
 /* Double the hash part, dropping deleted keys. Called with t->lock. */
 static int ktap_rehash(struct ktap_vm *vm, struct ktap_table *t)
 {
-	u32 cap = t->hcap ? t->hcap * 2 : 4, live = 0, i;
-	struct ktap_node *hash, *node;
+	struct ktap_hpart *old = t->hash, *h;
+	u32 cap = old ? old->cap * 2 : 4, live = 0, i;
 
-	for (i = 0; i < t->hcap; i++)
-		live += t->hash[i].val.type != KTAP_TNIL;
+	for (i = 0; old && i < old->cap; i++)
+		live += !!old->n[i].cell;
 	/* Mostly deleted keys: rebuilding at the same size is enough. */
-	if (live * 2 < t->hcap)
-		cap = t->hcap;
-	hash = ktap_alloc(vm, array_size(cap, sizeof(*hash)));
-	if (!hash)
+	if (old && live * 2 < old->cap)
+		cap = old->cap;
+	h = ktap_hpart_new(vm, cap);
+	if (!h)
 		return -ENOMEM;
-	t->hused = 0;
-	for (i = 0; i < t->hcap; i++) {
-		if (t->hash[i].val.type == KTAP_TNIL)
-			continue;
-		node = ktap_hempty(hash, cap, &t->hash[i].key);
-		*node = t->hash[i];
-		t->hused++;
-	}
-	t->hash = hash;
-	t->hcap = cap;
-	return 0;
-}
-
-/* Double the array part, moving keys acap+1..new cap out of the hash. */
-static int ktap_grow_array(struct ktap_vm *vm, struct ktap_table *t)
-{
-	u32 cap = t->acap ? t->acap * 2 : 4, k;
-	struct ktap_value *arr, key;
-	struct ktap_node *node;
-
-	arr = ktap_alloc(vm, array_size(cap, sizeof(*arr)));
-	if (!arr)
-		return -ENOMEM;
-	if (t->acap)
-		memcpy(arr, t->arr, t->acap * sizeof(*arr));
-	for (k = t->acap + 1; t->hcap && k <= cap; k++) {
-		ktap_value_int(&key, k);
-		node = ktap_hfind(t, &key);
-		if (node && node->val.type != KTAP_TNIL) {
-			arr[k - 1] = node->val;
-			ktap_set_nil(&node->val);
-		}
-	}
-	t->arr = arr;
-	t->acap = cap;
+	for (i = 0; old && i < old->cap; i++)
+		if (old->n[i].cell)
+			ktap_hclaim(h, &old->n[i].key, old->n[i].cell);
+	/* publish the filled part; pairs with ktap_cellp() */
+	smp_store_release(&t->hash, h);
 	return 0;
 }
 
 /*
- * The value slot for a normalised @key, or NULL if absent and !@insert.
- * Integer keys 1..acap live in the array part; appending acap + 1 grows
- * it. A new hash slot starts out nil. Called with t->lock held.
+ * Double the array part and move keys old cap+1..new cap out of the
+ * hash part. The new part is published before the hash slots are
+ * emptied, so a lock-free reader always finds the (shared) cell.
  */
-static struct ktap_value *ktap_tslot(struct ktap_vm *vm, struct ktap_table *t,
-				     const struct ktap_value *key, bool insert,
-				     int *err)
+static int ktap_grow_array(struct ktap_vm *vm, struct ktap_table *t)
 {
+	struct ktap_apart *old = t->arr, *a;
+	u32 ocap = old ? old->cap : 0, cap = ocap ? ocap * 2 : 4, k;
+	struct ktap_value key;
 	struct ktap_node *node;
 
-	if (key->type == KTAP_TINT) {
-		s64 i = key->i;
-
-		if (i >= 1 && i <= t->acap)
-			return &t->arr[i - 1];
-		if (insert && i == (s64)t->acap + 1 && t->acap < KTAP_ARRAY_MAX) {
-			*err = ktap_grow_array(vm, t);
-			return *err ? NULL : &t->arr[i - 1];
-		}
+	a = ktap_alloc(vm, struct_size(a, cell, cap));
+	if (!a)
+		return -ENOMEM;
+	a->cap = cap;
+	if (ocap)
+		memcpy(a->cell, old->cell, ocap * sizeof(a->cell[0]));
+	for (k = ocap + 1; t->hash && k <= cap; k++) {
+		ktap_value_int(&key, k);
+		node = ktap_hfind(t->hash, &key);
+		if (node)
+			a->cell[k - 1] = node->cell;
 	}
-	node = ktap_hfind(t, key);
-	if (node || !insert)
-		return node ? &node->val : NULL;
-	if ((t->hused + 1) * 4 > t->hcap * 3) {
+	/* publish the filled part before emptying the hash slots */
+	smp_store_release(&t->arr, a);
+	for (k = ocap + 1; t->hash && k <= cap; k++) {
+		ktap_value_int(&key, k);
+		node = ktap_hfind(t->hash, &key);
+		if (node)
+			WRITE_ONCE(node->cell, NULL);
+	}
+	return 0;
+}
+
+/*
+ * The cell pointer slot of a normalised @key, created (with a NULL
+ * cell) if absent and @insert. Integer keys 1..cap live in the array
+ * part; appending cap + 1 grows it. Called with t->lock held.
+ */
+static struct ktap_value **ktap_tslot(struct ktap_vm *vm, struct ktap_table *t,
+				      const struct ktap_value *key, bool insert,
+				      int *err)
+{
+	struct ktap_value **slot = ktap_cellp(t, key);
+	u32 acap = t->arr ? t->arr->cap : 0;
+
+	if (slot || !insert)
+		return slot;
+	if (key->type == KTAP_TINT && key->i == (s64)acap + 1 &&
+	    acap < KTAP_ARRAY_MAX) {
+		*err = ktap_grow_array(vm, t);
+		return *err ? NULL : &t->arr->cell[key->i - 1];
+	}
+	if (!t->hash || (t->hash->used + 1) * 4 > t->hash->cap * 3) {
 		*err = ktap_rehash(vm, t);
 		if (*err)
 			return NULL;
 	}
-	node = ktap_hempty(t->hash, t->hcap, key);
-	node->key = *key;
-	ktap_set_nil(&node->val);
-	t->hused++;
-	return &node->val;
+	return &ktap_hclaim(t->hash, key, NULL)->cell;
 }
 
 /**
- * ktap_table_get - R := t[key]
+ * ktap_table_get - R := t[key], without a lock
  * @vm: the session
  * @t: table
  * @key: any value; a nil or never-interned string key reads nil
  * @out: the value, nil if absent
  *
- * Return: 0, -EINVAL for a key type tables cannot hold, -EBUSY when
- * the table lock is contended in NMI.
+ * Return: 0, or -EINVAL for a key type tables cannot hold.
  */
 int ktap_table_get(struct ktap_vm *vm, struct ktap_table *t,
 		   const struct ktap_value *key, struct ktap_value *out)
 {
-	struct ktap_value k, *slot;
+	struct ktap_value k, **slot;
 	int err = ktap_key_norm(vm, key, &k, false);
 
 	ktap_set_nil(out);
 	if (err)
 		return err == -ENOENT ? 0 : err;
-	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
-		slot = ktap_tslot(vm, t, &k, false, &err);
-		if (slot)
-			*out = *slot;
+	slot = ktap_cellp(t, &k);
+	if (slot)
+		/* pairs with ktap_cell_store(): see the cell's contents */
+		ktap_cell_read(smp_load_acquire(slot), out);
+	return 0;
+}
+
+/* Store @v (persistent) in the cell at @slot. Called with t->lock. */
+static int ktap_cell_store(struct ktap_vm *vm, struct ktap_table *t,
+			   struct ktap_value **slot, const struct ktap_value *v)
+{
+	struct ktap_value *cell = *slot, *fresh;
+
+	if (v->type == KTAP_TNIL) {
+		if (cell) {
+			WRITE_ONCE(*slot, NULL);
+			t->count--;
+		}
+		return 0;
 	}
+	if (IS_ENABLED(CONFIG_64BIT) && cell && cell->type == v->type) {
+		WRITE_ONCE(cell->i, v->i);
+		return 0;
+	}
+	fresh = ktap_cell_new(vm, v);
+	if (!fresh)
+		return -ENOMEM;
+	if (!cell)
+		t->count++;
+	/* publish the initialised cell; pairs with the readers' acquire */
+	smp_store_release(slot, fresh);
 	return 0;
 }
 
@@ -535,7 +624,7 @@ int ktap_table_get(struct ktap_vm *vm, struct ktap_table *t,
 int ktap_table_set(struct ktap_vm *vm, struct ktap_table *t,
 		   const struct ktap_value *key, const struct ktap_value *val)
 {
-	struct ktap_value k, v = *val, *slot;
+	struct ktap_value k, v = *val, **slot;
 	bool del = v.type == KTAP_TNIL;
 	int err;
 
@@ -549,21 +638,29 @@ int ktap_table_set(struct ktap_vm *vm, struct ktap_table *t,
 		slot = ktap_tslot(vm, t, &k, !del, &err);
 		if (!slot)
 			return err;
-		if (slot->type == KTAP_TNIL && !del)
-			t->count++;
-		else if (slot->type != KTAP_TNIL && del)
-			t->count--;
-		*slot = v;
+		return ktap_cell_store(vm, t, slot, &v);
 	}
 	return 0;
 }
 
+/* t[key] += n on an integer cell: one atomic add, no lock. */
+static bool ktap_cell_add(struct ktap_value *cell, s64 n)
+{
+	if (!IS_ENABLED(CONFIG_64BIT) || !cell || cell->type != KTAP_TINT)
+		return false;
+	atomic64_add(n, (atomic64_t *)&cell->i);
+	return true;
+}
+
 /**
- * ktap_table_inc - t[key] += n as one update under the table lock
+ * ktap_table_inc - t[key] += n as one atomic update
  * @vm: the session
  * @t: table
  * @key: integer, boolean or string
  * @n: increment; an absent key counts as 0
+ *
+ * An existing integer is updated with one atomic add and no lock, so
+ * counting from every CPU shares no lock; a new key takes the lock.
  *
  * Return: 0, -EDOM if the present value is not a number, or as
  * ktap_table_set().
@@ -571,24 +668,28 @@ int ktap_table_set(struct ktap_vm *vm, struct ktap_table *t,
 int ktap_table_inc(struct ktap_vm *vm, struct ktap_table *t,
 		   const struct ktap_value *key, s64 n)
 {
-	struct ktap_value k, *slot;
+	struct ktap_value k, v, **slot;
 	int err;
 
 	err = ktap_key_norm(vm, key, &k, true);
 	if (err)
 		return err;
+	slot = ktap_cellp(t, &k);
+	/* pairs with ktap_cell_store(): the cell's type is set */
+	if (slot && ktap_cell_add(smp_load_acquire(slot), n))
+		return 0;
 	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
 		slot = ktap_tslot(vm, t, &k, true, &err);
 		if (!slot)
 			return err;
-		if (slot->type == KTAP_TNIL) {
-			ktap_value_int(slot, n);
-			t->count++;
-		} else if (slot->type == KTAP_TINT) {
-			slot->i = (s64)((u64)slot->i + (u64)n);
-		} else {
+		if (ktap_cell_add(*slot, n))
+			return 0;
+		if (*slot && (*slot)->type != KTAP_TINT)
 			return -EDOM;
-		}
+		if (*slot)	/* 32-bit: no lock-free add */
+			n = (s64)((u64)(*slot)->i + (u64)n);
+		ktap_value_int(&v, n);
+		return ktap_cell_store(vm, t, slot, &v);
 	}
 	return 0;
 }
@@ -599,24 +700,20 @@ int ktap_table_inc(struct ktap_vm *vm, struct ktap_table *t,
  * @t: table
  * @len: result
  *
- * Return: 0 or -EBUSY.
+ * Return: 0.
  */
 int ktap_table_len(struct ktap_vm *vm, struct ktap_table *t, s64 *len)
 {
-	struct ktap_value k;
-	struct ktap_node *node;
-	u32 n = 0;
+	struct ktap_value k, **slot;
+	s64 n = 0;
 
-	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
-		while (n < t->acap && t->arr[n].type != KTAP_TNIL)
-			n++;
-		while (n >= t->acap) {
-			ktap_value_int(&k, (s64)n + 1);
-			node = ktap_hfind(t, &k);
-			if (!node || node->val.type == KTAP_TNIL)
-				break;
-			n++;
-		}
+	for (;;) {
+		ktap_value_int(&k, n + 1);
+		slot = ktap_cellp(t, &k);
+		/* pairs with ktap_cell_store() */
+		if (!slot || !smp_load_acquire(slot))
+			break;
+		n++;
 	}
 	*len = n;
 	return 0;
@@ -628,14 +725,14 @@ int ktap_table_count(struct ktap_table *t, s64 *count)
 	return 0;
 }
 
+/* Empty @t by publishing empty parts; readers may still see the old. */
 int ktap_table_clear(struct ktap_table *t)
 {
 	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
-		if (t->acap)
-			memset(t->arr, 0, t->acap * sizeof(*t->arr));
-		if (t->hcap)
-			memset(t->hash, 0, t->hcap * sizeof(*t->hash));
-		t->hused = 0;
+		/* readers holding the old parts still see valid memory */
+		smp_store_release(&t->arr, NULL);
+		/* likewise */
+		smp_store_release(&t->hash, NULL);
 		t->count = 0;
 	}
 	return 0;
@@ -647,16 +744,19 @@ static void ktap_table_collect(struct ktap_table *t, struct ktap_iter *it,
 {
 	u32 i;
 
-	for (i = 0; i < t->acap && it->n < cap; i++) {
-		if (t->arr[i].type == KTAP_TNIL)
+	for (i = 0; t->arr && i < t->arr->cap && it->n < cap; i++) {
+		if (!t->arr->cell[i])
 			continue;
 		ktap_value_int(&it->e[it->n].key, (s64)i + 1);
-		it->e[it->n++].val = t->arr[i];
+		ktap_cell_read(t->arr->cell[i], &it->e[it->n++].val);
 	}
-	for (i = 0; i < t->hcap && it->n < cap; i++) {
-		if (t->hash[i].val.type == KTAP_TNIL)
+	for (i = 0; t->hash && i < t->hash->cap && it->n < cap; i++) {
+		struct ktap_node *node = &t->hash->n[i];
+
+		if (!node->cell)
 			continue;
-		it->e[it->n++] = t->hash[i];
+		it->e[it->n].key = node->key;
+		ktap_cell_read(node->cell, &it->e[it->n++].val);
 	}
 }
 
@@ -708,6 +808,27 @@ struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm)
 	return pt;
 }
 
+/* The statistic cell of @key in @t, created if absent. Under t->lock. */
+static struct ktap_value **ktap_stat_slot(struct ktap_vm *vm,
+					  struct ktap_table *t,
+					  const struct ktap_value *key, int *err)
+{
+	struct ktap_value **slot = ktap_tslot(vm, t, key, true, err);
+	struct ktap_value v;
+	struct ktap_stat *st;
+
+	if (!slot || *slot)
+		return slot;
+	st = ktap_alloc(vm, sizeof(*st));
+	if (!st) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ktap_set_obj(&v, KTAP_TSTAT, st);
+	*err = ktap_cell_store(vm, t, slot, &v);
+	return *err ? NULL : slot;
+}
+
 static void ktap_stat_add(struct ktap_stat *st, s64 v)
 {
 	if (!st->count || v < st->min)
@@ -746,25 +867,17 @@ int ktap_ptable_add(struct ktap_vm *vm, struct ktap_ptable *pt,
 		    const struct ktap_value *key, s64 v)
 {
 	struct ktap_table *t = pt->cpu[raw_smp_processor_id()];
-	struct ktap_value k, *slot;
-	struct ktap_stat *st;
+	struct ktap_value k, **slot;
 	int err;
 
 	err = ktap_key_norm(vm, key, &k, true);
 	if (err)
 		return err;
 	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
-		slot = ktap_tslot(vm, t, &k, true, &err);
+		slot = ktap_stat_slot(vm, t, &k, &err);
 		if (!slot)
 			return err;
-		if (slot->type == KTAP_TNIL) {
-			st = ktap_alloc(vm, sizeof(*st));
-			if (!st)
-				return -ENOMEM;
-			ktap_set_obj(slot, KTAP_TSTAT, st);
-			t->count++;
-		}
-		ktap_stat_add(slot->p, v);
+		ktap_stat_add((*slot)->p, v);
 	}
 	return 0;
 }
@@ -782,7 +895,7 @@ int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
 		    const struct ktap_value *key, struct ktap_value *out)
 {
 	struct ktap_stat agg = {}, *st;
-	struct ktap_value k, *slot;
+	struct ktap_value k, **slot;
 	int err, cpu;
 
 	ktap_set_nil(out);
@@ -793,9 +906,9 @@ int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
 		struct ktap_table *t = pt->cpu[cpu];
 
 		scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
-			slot = ktap_tslot(vm, t, &k, false, &err);
-			if (slot && slot->type == KTAP_TSTAT)
-				ktap_stat_merge(&agg, slot->p);
+			slot = ktap_cellp(t, &k);
+			if (slot && *slot && (*slot)->type == KTAP_TSTAT)
+				ktap_stat_merge(&agg, (*slot)->p);
 		}
 	}
 	if (!agg.count)
@@ -820,9 +933,8 @@ struct ktap_iter *ktap_ptable_iter(struct ktap_vm *vm, struct ktap_ptable *pt,
 				   int *err)
 {
 	struct ktap_table *agg = ktap_table_new(vm, 0, 16);
-	struct ktap_value *slot;
-	struct ktap_stat *st;
-	struct ktap_iter *it;
+	struct ktap_iter *it, *one;
+	struct ktap_value **slot;
 	int cpu;
 	u32 i;
 
@@ -830,46 +942,17 @@ struct ktap_iter *ktap_ptable_iter(struct ktap_vm *vm, struct ktap_ptable *pt,
 	if (!agg)
 		return NULL;
 	for_each_possible_cpu(cpu) {
-		struct ktap_table *t = pt->cpu[cpu];
-
-		/* @agg is private to this call: it needs no lock. */
-		scoped_cond_guard(ktap_spin_try, *err = -EBUSY; return NULL,
-				  &t->lock) {
-			for (i = 0; i < t->hcap; i++) {
-				struct ktap_node *n = &t->hash[i];
-
-				if (n->val.type != KTAP_TSTAT)
-					continue;
-				slot = ktap_tslot(vm, agg, &n->key, true, err);
-				if (!slot)
-					return NULL;
-				if (slot->type == KTAP_TNIL) {
-					st = ktap_alloc(vm, sizeof(*st));
-					if (!st)
-						return NULL;
-					ktap_set_obj(slot, KTAP_TSTAT, st);
-					agg->count++;
-				}
-				ktap_stat_merge(slot->p, n->val.p);
-			}
-			for (i = 0; i < t->acap; i++) {
-				struct ktap_value key;
-
-				if (t->arr[i].type != KTAP_TSTAT)
-					continue;
-				ktap_value_int(&key, (s64)i + 1);
-				slot = ktap_tslot(vm, agg, &key, true, err);
-				if (!slot)
-					return NULL;
-				if (slot->type == KTAP_TNIL) {
-					st = ktap_alloc(vm, sizeof(*st));
-					if (!st)
-						return NULL;
-					ktap_set_obj(slot, KTAP_TSTAT, st);
-					agg->count++;
-				}
-				ktap_stat_merge(slot->p, t->arr[i].p);
-			}
+		/* snapshot one CPU's part, then merge it into @agg (private) */
+		one = ktap_table_iter(vm, pt->cpu[cpu], err);
+		if (!one)
+			return NULL;
+		for (i = 0; i < one->n; i++) {
+			if (one->e[i].val.type != KTAP_TSTAT)
+				continue;
+			slot = ktap_stat_slot(vm, agg, &one->e[i].key, err);
+			if (!slot)
+				return NULL;
+			ktap_stat_merge((*slot)->p, one->e[i].val.p);
 		}
 	}
 	it = ktap_alloc(vm, struct_size(it, e, agg->count));
@@ -912,7 +995,7 @@ static int ktap_key_cmp(const struct ktap_value *a, const struct ktap_value *b)
 
 static int ktap_node_cmp(const void *pa, const void *pb)
 {
-	const struct ktap_node *a = pa, *b = pb;
+	const struct ktap_pair *a = pa, *b = pb;
 	s64 x = 0, y = 0;
 	int ra = ktap_value_rank(&a->val, &x), rb = ktap_value_rank(&b->val, &y);
 

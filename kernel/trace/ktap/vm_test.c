@@ -1546,6 +1546,64 @@ static void t_concurrency(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
 }
 
+/* Concurrent `+=` on new keys while both table parts grow. */
+static void t_concurrency_growth(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	int n = num_online_cpus() + 1, k, loops = 1000, j;
+	struct ktap_value key, out;
+	struct stress *st;
+	struct ktap_vm *vm;
+	char name[16];
+
+	tb->hdr.nglobals = 1;
+	tb_probe(tb, KTAP_PROBE_TIMER);
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 1, 1));
+	tb_emit(tb, IBX(ATTACH, 1, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	/* for (j = 1, 200) { t[j] += 1; t["s" .. j] += 1 } */
+	tb_func(tb, 0, 0, 10);
+	tb_emit(tb, IBX(GETGLOBAL, 0, 0));
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, IBX(LOADI, 2, 1));
+	tb_emit(tb, IBX(LOADI, 3, 200));
+	tb_emit(tb, IBX(LOADI, 4, 1));
+	tb_emit(tb, IBX(LOADK, 7, tb_kstr(tb, "s")));
+	tb_emit(tb, IBX(FORPREP, 2, 3));
+	tb_emit(tb, I(INCTABLE, 0, 5, 1));
+	tb_emit(tb, I(CONCAT, 8, 7, 5));
+	tb_emit(tb, I(INCTABLE, 0, 8, 1));
+	tb_emit(tb, IBX(FORLOOP, 2, -4));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 0);
+
+	st = kunit_kcalloc(test, n, sizeof(*st), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, st);
+	for (k = 0; k < n; k++) {
+		st[k] = (struct stress){ .vm = vm, .fn = h->fn, .loops = loops };
+		init_completion(&st[k].done);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(stress_thread, &st[k],
+							    "ktap_grow/%d", k)));
+	}
+	for (k = 0; k < n; k++) {
+		wait_for_completion(&st[k].done);
+		KUNIT_EXPECT_EQ(test, st[k].errs, 0);
+	}
+	for (j = 1; j <= 200; j++) {
+		ktap_value_int(&key, j);
+		ktap_table_get(vm, vm->globals[0].p, &key, &out);
+		KUNIT_EXPECT_EQ(test, out.i, (s64)n * loops);
+		snprintf(name, sizeof(name), "s%d", j);
+		ktap_value_str(vm, &key, name, strlen(name));
+		ktap_table_get(vm, vm->globals[0].p, &key, &out);
+		KUNIT_EXPECT_EQ(test, out.i, (s64)n * loops);
+	}
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
 /* A probe firing inside ktap (here: from output) is counted, skipped. */
 static void t_recursion(struct kunit *test)
 {
@@ -1722,12 +1780,13 @@ static void t_table_growth(struct kunit *test)
 		ktap_value_int(&v, i * 2);
 		KUNIT_ASSERT_EQ(test, ktap_table_set(vm, t, &k, &v), 0);
 	}
-	KUNIT_EXPECT_EQ(test, t->acap, 0);
+	KUNIT_EXPECT_NULL(test, t->arr);
 	/* key 1 starts the array part, which pulls 2..n out of the hash */
 	ktap_value_int(&k, 1);
 	ktap_value_int(&v, 2);
 	KUNIT_ASSERT_EQ(test, ktap_table_set(vm, t, &k, &v), 0);
-	KUNIT_EXPECT_GE(test, t->acap, 4);
+	KUNIT_ASSERT_NOT_NULL(test, t->arr);
+	KUNIT_EXPECT_GE(test, t->arr->cap, 4);
 	for (i = 0; i < 5000; i++) {
 		snprintf(name, sizeof(name), "key%d", i);
 		ktap_value_str(vm, &k, name, strlen(name));
@@ -1838,6 +1897,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_budget_exact),
 	KUNIT_CASE(t_recursion),
 	KUNIT_CASE(t_concurrency),
+	KUNIT_CASE(t_concurrency_growth),
 	KUNIT_CASE(t_exit),
 	KUNIT_CASE_PARAM(t_printf, printf_gen_params),
 	KUNIT_CASE(t_histogram),
