@@ -860,3 +860,58 @@ int kp_elf_list(const char *path)
 	kp_arena_free(&st.a);
 	return 0;
 }
+
+/* ktap -lm: the SDT markers (.note.stapsdt) of an ELF file. */
+int kp_sdt_list(const char *path)
+{
+	const Elf64_Ehdr *h;
+	const Elf64_Shdr *sh;
+	struct kp_elf elf;
+	const char *why;
+	uint32_t i;
+	int found = 0;
+
+	if (elf_open(&elf, path, &why)) {
+		fprintf(stderr, "ktap: %s: %s\n", path, why);
+		return 1;
+	}
+	h = (const Elf64_Ehdr *)elf.map;
+	sh = (const Elf64_Shdr *)(elf.map + h->e_shoff);
+	for (i = 0; i < h->e_shnum; i++) {
+		const unsigned char *p, *end;
+
+		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > elf.size ||
+		    sh[i].sh_size > elf.size - sh[i].sh_offset)
+			continue;
+		p = elf.map + sh[i].sh_offset;
+		end = p + sh[i].sh_size;
+		while ((size_t)(end - p) >= sizeof(Elf64_Nhdr)) {
+			const Elf64_Nhdr *n = (const void *)p;
+			const unsigned char *name = p + sizeof(*n), *desc;
+			size_t nsz = (n->n_namesz + 3) & ~3u;
+			size_t dsz = (n->n_descsz + 3) & ~3u;
+
+			if (nsz > (size_t)(end - name) ||
+			    dsz > (size_t)(end - name) - nsz)
+				break;
+			desc = name + nsz;
+			if (n->n_type == 3 && n->n_namesz == 8 &&
+			    !memcmp(name, "stapsdt", 8) && n->n_descsz > 24) {
+				const char *prov = (const char *)desc + 24;
+				size_t left = n->n_descsz - 24;
+				const char *pn = memchr(prov, '\0', left);
+
+				if (pn && memchr(pn + 1, '\0',
+						 left - (size_t)(pn + 1 - prov))) {
+					printf("sdt:%s:%s\n", prov, pn + 1);
+					found++;
+				}
+			}
+			p = desc + dsz;
+		}
+	}
+	elf_close(&elf);
+	if (!found)
+		fprintf(stderr, "ktap: %s: no SDT markers\n", path);
+	return 0;
+}

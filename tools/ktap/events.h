@@ -47,5 +47,7 @@ const char *kp_tracefs(struct kp_state *S);
 int kp_events_list(const char *glob);
 /* ktap -lf DSO: print function symbols of an ELF binary. */
 int kp_elf_list(const char *path);
+/* ktap -lm DSO: print the SDT markers (.note.stapsdt) of a binary. */
+int kp_sdt_list(const char *path);
 
 #endif /* KP_EVENTS_H */

@@ -395,10 +395,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ktap: %s needs a binary\n", a);
 				return 1;
 			}
-			if (!strcmp(a, "-lm")) {
-				fprintf(stderr, "ktap: -lm: SDT markers are not supported yet\n");
-				return 1;
-			}
+			if (!strcmp(a, "-lm"))
+				return kp_sdt_list(argv[i + 1]);
 			return kp_elf_list(argv[i + 1]);
 		} else if (!strcmp(a, "-T")) {
 			o.timestamps = 1;

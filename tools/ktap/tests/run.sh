@@ -138,6 +138,10 @@ if [ -r /bin/true ] && "$KTAP" -lf /bin/true > /dev/null 2>&1; then
 else
 	not_ok "-lf lists the functions of an ELF file"
 fi
+SDT=/usr/lib/x86_64-linux-gnu/libstdc++.so.6
+if [ -r "$SDT" ]; then
+	check "-lm lists SDT markers" sh -c "'$KTAP' -lm '$SDT' | grep -q '^sdt:libstdcxx:throw$'"
+fi
 LIBC=/lib/x86_64-linux-gnu/libc.so.6
 if [ -r "$LIBC" ]; then
 	check "uprobe on libc malloc resolves to a file offset" sh -c \
