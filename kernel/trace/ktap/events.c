@@ -39,8 +39,11 @@
 #include <linux/uprobes.h>
 #include <trace/syscall.h>
 #include <asm/irq_regs.h>
+#include <asm/syscall.h>
+#include <asm/unistd.h>
 
 #include "../trace.h"
+#include "../trace_output.h"
 #include "events.h"
 
 /* Shortest timer or profile period a script may ask for. */
@@ -60,6 +63,17 @@ static int ktap_no_set_retval(struct ktap_vm *vm, struct ktap_event *ev,
 			      s64 v)
 {
 	return -EPERM;
+}
+
+/* The raw syscall tracepoints, for the syscall fast path. */
+static struct tracepoint *ktap_tp_sys_enter, *ktap_tp_sys_exit;
+
+static void ktap_find_sys_tp(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sys_enter"))
+		ktap_tp_sys_enter = tp;
+	else if (!strcmp(tp->name, "sys_exit"))
+		ktap_tp_sys_exit = tp;
 }
 
 /*
@@ -98,6 +112,8 @@ int ktap_events_get(void)
 	guard(mutex)(&ktap_users_lock);
 	if (ktap_users++)
 		return 0;
+	if (!ktap_tp_sys_enter)
+		for_each_kernel_tracepoint(ktap_find_sys_tp, NULL);
 	ktap_iters = kcalloc(nr_cpu_ids, sizeof(*ktap_iters), GFP_KERNEL);
 	if (!ktap_iters)
 		goto err;
@@ -138,8 +154,14 @@ struct ktap_tp_event {
 	u32			size;
 };
 
-/* Attachment of a tracepoint probe: its perf counters. */
+struct ktap_sc;
+
+/*
+ * Attachment of a tracepoint probe: the syscall events it reaches
+ * directly (@sc, or NULL) and perf counters for all other events.
+ */
 struct ktap_tp {
+	struct ktap_sc		*sc;
 	u32			nr;
 	struct perf_event	*events[] __counted_by(nr);
 };
@@ -473,6 +495,211 @@ static const struct ktap_event_ops ktap_tp_ops = {
 	.set_retval	= ktap_no_set_retval,
 };
 
+/*
+ * Syscall events on the fast path: instead of one perf counter per event
+ * and CPU (perf's software-event path on every syscall), one probe on the
+ * sys_enter and one on the sys_exit tracepoint per handler. The probe
+ * builds the same record the syscall event would hold, on the stack, and
+ * fires only for the syscalls the script asked for (a bitmap test).
+ */
+/**
+ * struct ktap_sc - syscall events of one handler
+ * @h: the handler
+ * @raw_enter: raw_syscalls:sys_enter, when asked for
+ * @raw_exit: raw_syscalls:sys_exit, when asked for
+ * @on_enter: registered on the sys_enter tracepoint
+ * @on_exit: registered on the sys_exit tracepoint
+ * @enter: syscall numbers whose syscalls:sys_enter_* event is asked for
+ * @exit: the same for syscalls:sys_exit_*
+ * @meta: syscall metadata by number (its enter_event and exit_event)
+ */
+struct ktap_sc {
+	struct ktap_handler		*h;
+	struct trace_event_call		*raw_enter;
+	struct trace_event_call		*raw_exit;
+	bool				on_enter;
+	bool				on_exit;
+	DECLARE_BITMAP(enter, NR_syscalls);
+	DECLARE_BITMAP(exit, NR_syscalls);
+	struct syscall_metadata		*meta[NR_syscalls];
+};
+
+/* A record as big as the largest syscall event record. */
+union ktap_sc_rec {
+	struct syscall_trace_enter	enter;
+	struct syscall_trace_exit	exit;
+	struct ktap_raw_sys_enter	raw_enter;
+	struct ktap_raw_sys_exit	raw_exit;
+	unsigned long			space[(sizeof(struct syscall_trace_enter) +
+					       6 * sizeof(long)) / sizeof(long) + 1];
+};
+
+static void ktap_sc_entry(struct trace_entry *ent, struct trace_event_call *call)
+{
+	ent->type = call->event.type;
+	ent->flags = 0;
+	ent->preempt_count = preempt_count() & 0xff;
+	ent->pid = current->pid;
+}
+
+static void ktap_sc_fire(struct ktap_sc *sc, struct trace_event_call *call,
+			 union ktap_sc_rec *rec, u32 size, struct pt_regs *regs)
+{
+	struct ktap_tp_event tev = {
+		.ev = { .ops = &ktap_tp_ops, .regs = regs },
+		.call = call,
+		.rec = rec,
+		.size = size,
+	};
+
+	ktap_sc_entry(&rec->enter.ent, call);
+	tev.ev.name = trace_event_name(call) ?: "";
+	ktap_handler_fire(sc->h, &tev.ev);
+}
+
+static bool ktap_sc_compat(struct pt_regs *regs)
+{
+#ifdef arch_trace_is_compat_syscall
+	return arch_trace_is_compat_syscall(regs);
+#else
+	return false;
+#endif
+}
+
+static void ktap_sc_enter_probe(void *data, struct pt_regs *regs, long id)
+{
+	struct ktap_sc *sc = data;
+	struct syscall_metadata *meta;
+	union ktap_sc_rec rec;
+
+	if (id < 0 || id >= NR_syscalls || ktap_sc_compat(regs))
+		return;
+	if (sc->raw_enter) {
+		rec.raw_enter.id = id;
+		syscall_get_arguments(current, regs, rec.raw_enter.args);
+		ktap_sc_fire(sc, sc->raw_enter, &rec, sizeof(rec.raw_enter), regs);
+	}
+	if (!test_bit(id, sc->enter))
+		return;
+	meta = sc->meta[id];
+	rec.enter.nr = id;
+	syscall_get_arguments(current, regs, rec.enter.args);
+	ktap_sc_fire(sc, meta->enter_event, &rec,
+		     sizeof(rec.enter) + meta->nb_args * sizeof(long), regs);
+}
+
+static void ktap_sc_exit_probe(void *data, struct pt_regs *regs, long ret)
+{
+	struct ktap_sc *sc = data;
+	union ktap_sc_rec rec;
+	long nr;
+
+	nr = syscall_get_nr(current, regs);
+	if (nr < 0 || nr >= NR_syscalls || ktap_sc_compat(regs))
+		return;
+	if (sc->raw_exit) {
+		rec.raw_exit.id = nr;
+		rec.raw_exit.ret = ret;
+		ktap_sc_fire(sc, sc->raw_exit, &rec, sizeof(rec.raw_exit), regs);
+	}
+	if (!test_bit(nr, sc->exit))
+		return;
+	rec.exit.nr = nr;
+	rec.exit.ret = ret;
+	ktap_sc_fire(sc, sc->meta[nr]->exit_event, &rec, sizeof(rec.exit), regs);
+}
+
+/*
+ * Take event @id onto the syscall fast path if it is a syscall event.
+ * Returns false when the event needs a perf counter instead. Called with
+ * trace_event_read_lock() held, so the event cannot go away meanwhile;
+ * syscall events are never unregistered.
+ */
+static bool __ktap_sc_claim(struct ktap_sc *sc, u32 id)
+{
+	struct trace_event_call *call;
+	struct syscall_metadata *meta;
+	struct trace_event *te;
+	const char *sys;
+
+	/* Ids up to __TRACE_LAST_TYPE are ftrace's own record types. */
+	if (id <= __TRACE_LAST_TYPE || id > U16_MAX)
+		return false;
+	te = ftrace_find_event(id);
+	if (!te)
+		return false;
+	call = container_of(te, struct trace_event_call, event);
+	sys = call->class ? call->class->system : NULL;
+	if (!sys)
+		return false;
+	if (!strcmp(sys, "raw_syscalls")) {
+		if (call->tp == ktap_tp_sys_enter)
+			sc->raw_enter = call;
+		else if (call->tp == ktap_tp_sys_exit)
+			sc->raw_exit = call;
+		else
+			return false;
+		return true;
+	}
+	if (strcmp(sys, "syscalls"))
+		return false;
+	meta = call->data;
+	if (!meta || meta->syscall_nr < 0 || meta->syscall_nr >= NR_syscalls ||
+	    meta->nb_args > 6)
+		return false;
+	if (meta->enter_event == call)
+		__set_bit(meta->syscall_nr, sc->enter);
+	else if (meta->exit_event == call)
+		__set_bit(meta->syscall_nr, sc->exit);
+	else
+		return false;
+	sc->meta[meta->syscall_nr] = meta;
+	return true;
+}
+
+static bool ktap_sc_claim(struct ktap_sc *sc, u32 id)
+{
+	bool ret;
+
+	if (!ktap_tp_sys_enter || !ktap_tp_sys_exit)
+		return false;
+	trace_event_read_lock();
+	ret = __ktap_sc_claim(sc, id);
+	trace_event_read_unlock();
+	return ret;
+}
+
+static int ktap_sc_register(struct ktap_sc *sc)
+{
+	int ret;
+
+	if (sc->raw_enter || !bitmap_empty(sc->enter, NR_syscalls)) {
+		ret = tracepoint_probe_register(ktap_tp_sys_enter,
+						ktap_sc_enter_probe, sc);
+		if (ret)
+			return ret;
+		sc->on_enter = true;
+	}
+	if (sc->raw_exit || !bitmap_empty(sc->exit, NR_syscalls)) {
+		ret = tracepoint_probe_register(ktap_tp_sys_exit,
+						ktap_sc_exit_probe, sc);
+		if (ret)
+			return ret;
+		sc->on_exit = true;
+	}
+	return 0;
+}
+
+static void ktap_sc_unregister(struct ktap_sc *sc)
+{
+	if (sc->on_enter)
+		tracepoint_probe_unregister(ktap_tp_sys_enter,
+					    ktap_sc_enter_probe, sc);
+	if (sc->on_exit)
+		tracepoint_probe_unregister(ktap_tp_sys_exit,
+					    ktap_sc_exit_probe, sc);
+}
+
 /* perf overflow handler of a tracepoint counter; may run in NMI. */
 static void ktap_tp_overflow(struct perf_event *event,
 			     struct perf_sample_data *data,
@@ -540,21 +767,28 @@ static int ktap_tp_attach(struct ktap_handler *h)
 {
 	struct ktap_vm *vm = h->hot->vm;
 	const struct ktap_bc_probe *bp = h->bp;
+	struct ktap_sc *sc;
 	const u32 *ids;
 	struct ktap_tp *tp;
 	u32 i, room, used = 0;
-	int ret;
+	int ret = 0;
 
 	ids = ktap_vm_words(vm, bp->ids_start);
 	if (!ids || !bp->nids)
 		return -EINVAL;
-	if ((u64)bp->nids * num_online_cpus() > KTAP_MAX_PERF_EVENTS)
-		return -E2BIG;
-	room = bp->nids * num_possible_cpus();
-	tp = kvzalloc(struct_size(tp, events, room), GFP_KERNEL);
-	if (!tp)
+	sc = kvzalloc(sizeof(*sc), GFP_KERNEL);
+	if (!sc)
 		return -ENOMEM;
+	sc->h = h;
+	room = min_t(u64, (u64)bp->nids * num_possible_cpus(),
+		     KTAP_MAX_PERF_EVENTS);
+	tp = kvzalloc(struct_size(tp, events, room), GFP_KERNEL);
+	if (!tp) {
+		kvfree(sc);
+		return -ENOMEM;
+	}
 	tp->nr = room;
+	tp->sc = sc;
 
 	for (i = 0; i < bp->nids; i++) {
 		struct perf_event_attr attr = {
@@ -565,6 +799,8 @@ static int ktap_tp_attach(struct ktap_handler *h)
 			.sample_type	= PERF_SAMPLE_RAW,
 		};
 
+		if (ktap_sc_claim(sc, ids[i]))
+			continue;
 		ret = ktap_perf_create(h, &attr, ktap_tp_overflow,
 				       tp->events + used, room - used);
 		if (ret < 0)
@@ -572,8 +808,14 @@ static int ktap_tp_attach(struct ktap_handler *h)
 		used += ret;
 		ret = 0;
 	}
+	if (!ret)
+		ret = ktap_sc_register(sc);
 	if (ret) {
+		ktap_sc_unregister(sc);
 		ktap_perf_release(tp->events, used);
+		/* A probe may have seen @sc already. */
+		tracepoint_synchronize_unregister();
+		kvfree(sc);
 		kvfree(tp);
 		return ret;
 	}
@@ -585,7 +827,10 @@ static void ktap_perf_detach(struct ktap_handler *h)
 {
 	struct ktap_tp *tp = h->priv;
 
+	ktap_sc_unregister(tp->sc);
 	ktap_perf_release(tp->events, tp->nr);
+	/* Probes may still run until a grace period has passed. */
+	kvfree_rcu_mightsleep(tp->sc);
 	kvfree(tp);
 }
 

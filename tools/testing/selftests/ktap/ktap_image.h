@@ -225,6 +225,26 @@ static inline void *ki_probe_prog(uint32_t type, uint32_t flags,
 	return ki_build(&im, len);
 }
 
+/* One tracepoint probe whose handler does print(e.FIELD). */
+static inline void *ki_field_prog(const uint32_t *ids, uint32_t nids,
+				  const char *field, size_t *len)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 4);
+	struct ki_func *h = ki_func(&im, 1, 4);
+	uint32_t kf = ki_kstr(&im, field);
+	uint32_t p = ki_probe(&im, KTAP_PROBE_TRACEPOINT, 0, "tp", NULL, 0,
+			      ids, nids);
+
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_CLOSURE, 0, 1));
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_ATTACH, 0, p));
+	ki_op(m, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+	ki_op(h, KTAP_INSN(KTAP_OP_GETFIELD, 3, 0, kf));
+	ki_op(h, KTAP_INSN(KTAP_OP_CALLB, 2, 1, KTAP_BI_print));
+	ki_op(h, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+	return ki_build(&im, len);
+}
+
 static inline int ki_load(int fd, const void *img, size_t len, char *log,
 			  size_t log_size)
 {

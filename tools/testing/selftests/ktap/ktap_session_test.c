@@ -206,6 +206,15 @@ static void getppid_x20(void)
 		syscall(SYS_getppid);
 }
 
+static void fork_one(void)
+{
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+}
+
 static int count_lines(const char *s, const char *needle)
 {
 	int n = 0;
@@ -284,6 +293,48 @@ static void test_other_probes(void)
 			ksft_print_msg("%.200s\n", out);
 		ksft_test_result(n >= t[i].min, "%s: %d x '%s'\n", t[i].spec, n,
 				 t[i].want);
+		free(out);
+		free(img);
+	}
+}
+
+/* e.FIELD on syscall and other events, synthetic fields included. */
+static void test_fields(void)
+{
+	char ppid[32], pidline[32];
+	static const struct {
+		const char *event, *field;
+		const char *want;	/* NULL: our parent's pid; "": our pid */
+	} t[] = {
+		{ "syscalls/sys_enter_getppid", "name", "sys_enter_getppid\n" },
+		{ "syscalls/sys_enter_getppid", "sc_nr", "110\n" },
+		{ "syscalls/sys_enter_getppid", "sc_is_enter", "true\n" },
+		{ "syscalls/sys_exit_getppid", "sc_is_enter", "false\n" },
+		{ "syscalls/sys_exit_getppid", "retval", NULL },
+		{ "syscalls/sys_exit_getppid", "ret", NULL },
+		{ "syscalls/sys_enter_getppid", "common_pid", "" },
+		{ "raw_syscalls/sys_enter", "id", "110\n" },
+		{ "raw_syscalls/sys_exit", "ret", NULL },
+		{ "sched/sched_process_fork", "parent_pid", "" },
+		{ "sched/sched_process_fork", "parent_comm", "ktap_session_te\n" },
+	};
+
+	snprintf(ppid, sizeof(ppid), "%d\n", getppid());
+	snprintf(pidline, sizeof(pidline), "%d\n", getpid());
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint32_t id = ki_event_id(t[i].event);
+		const char *want = !t[i].want ? ppid : *t[i].want ? t[i].want : pidline;
+		size_t len;
+		void *img = ki_field_prog(&id, 1, t[i].field, &len);
+		char *out = run_prog(img, len, strstr(t[i].event, "fork") ?
+				     fork_one : getppid_x20, NULL);
+		int n = out ? count_lines(out, want) : -1;
+
+		ksft_test_result(n >= 1, "%s: e.%s prints %.*s (%d times)\n",
+				 t[i].event, t[i].field,
+				 (int)strlen(want) - 1, want, n);
+		if (n < 1 && out)
+			ksft_print_msg("got: %.120s\n", out);
 		free(out);
 		free(img);
 	}
@@ -512,13 +563,14 @@ int main(void)
 		ksft_exit_skip("%s missing (CONFIG_KTAP?)\n", KTAP_CONTROL);
 	if (geteuid())
 		ksft_exit_skip("must run as root\n");
-	ksft_set_plan(16);
+	ksft_set_plan(27);
 	test_version();
 	test_bad_attr();
 	test_reject_log();
 	test_hello();
 	test_tracepoint();
 	test_other_probes();
+	test_fields();
 	test_trace_pipe();
 	test_poll_nonblock();
 	test_many_sessions();
