@@ -1604,6 +1604,59 @@ static void t_concurrency_growth(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
 }
 
+/*
+ * Not a pass/fail test: prints the cost of one firing for the shapes
+ * make bench measures end to end (empty handler, count by key, <<<).
+ */
+static void t_speed(struct kunit *test)
+{
+	static const char * const names[] = { "empty", "t[k] += 1", "s[k] <<< 7",
+					      "execname()", "t.c += 1", "1 + 1" };
+	struct fake_host *h;
+	struct ktap_vm *vm;
+	struct tb *tb;
+	int shape, i, loops = 100000;
+	u64 t0;
+
+	for (shape = 0; shape < ARRAY_SIZE(names); shape++) {
+		h = fake_new(test);
+		tb = tb_new(test);
+		tb->hdr.nglobals = 1;
+		tb_probe(tb, KTAP_PROBE_TIMER);
+		tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+		if (shape == 2)
+			tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_ptable));
+		tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+		tb_emit(tb, IBX(CLOSURE, 1, 1));
+		tb_emit(tb, IBX(ATTACH, 1, 0));
+		tb_emit(tb, I(RETURN, 0, 0, 0));
+		tb_func(tb, 0, 1, 4);
+		if (shape == 1 || shape == 2) {
+			tb_emit(tb, IBX(GETGLOBAL, 1, 0));
+			tb_emit(tb, I(CALLB, 2, 0, KTAP_BI_execname));
+			tb_emit(tb, IBX(LOADI, 3, shape == 1 ? 1 : 7));
+			tb_emit(tb, shape == 1 ? I(INCTABLE, 1, 2, 3) : I(AGGR, 1, 2, 3));
+		} else if (shape == 3) {
+			tb_emit(tb, I(CALLB, 2, 0, KTAP_BI_execname));
+		} else if (shape == 4) {
+			tb_emit(tb, IBX(GETGLOBAL, 1, 0));
+			tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "c")));
+			tb_emit(tb, IBX(LOADI, 3, 1));
+			tb_emit(tb, I(INCTABLE, 1, 2, 3));
+		} else if (shape == 5) {
+			tb_emit(tb, IBX(LOADI, 3, 1));
+			tb_emit(tb, I(ADD, 2, 3, 3));
+		}
+		tb_emit(tb, I(RETURN, 0, 0, 0));
+		vm = t_attach(test, tb, h, 0);
+		t0 = ktime_get_ns();
+		for (i = 0; i < loops; i++)
+			ktap_vm_fire(vm, h->fn, NULL);
+		kunit_info(test, "%-12s %llu ns per firing\n", names[shape],
+			   div_u64(ktime_get_ns() - t0, loops));
+	}
+}
+
 /* A probe firing inside ktap (here: from output) is counted, skipped. */
 static void t_recursion(struct kunit *test)
 {
@@ -1898,6 +1951,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_recursion),
 	KUNIT_CASE(t_concurrency),
 	KUNIT_CASE(t_concurrency_growth),
+	KUNIT_CASE_SLOW(t_speed),
 	KUNIT_CASE(t_exit),
 	KUNIT_CASE_PARAM(t_printf, printf_gen_params),
 	KUNIT_CASE(t_histogram),
