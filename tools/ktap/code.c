@@ -372,15 +372,12 @@ void kp_patchtohere(struct kp_state *S, struct kp_fstate *fs, int list)
 	kp_patchlist(S, fs, list, (int)fs->f->ncode);
 }
 
-/* Flip the sense of the test before the JMP of e. */
+/* Flip the sense of the comparison before the JMP of e (a VJMP). */
 static void invertjump(struct kp_fstate *fs, struct kp_exp *e)
 {
 	uint32_t *i = &fs->f->code[e->u.info - 1];
 
-	if (KTAP_OP(*i) == KTAP_OP_TEST)
-		set_c(i, !KTAP_C(*i));
-	else
-		set_a(i, !KTAP_A(*i));
+	set_a(i, !KTAP_A(*i));
 }
 
 /* ---- expressions ---- */
@@ -596,7 +593,23 @@ void kp_indexed(struct kp_state *S, struct kp_fstate *fs, struct kp_exp *t,
 	t->k = VINDEXED;
 }
 
-/* TEST r cond; JMP: jump when the truth of e equals cond. */
+/*
+ * Emit a jump taken when the truth of register @reg equals @cond and
+ * return it. "Jump if false" is TEST reg 0; JMP. "Jump if true" is
+ * emitted as TEST reg 0; JMP +1; JMP, which runs as many instructions
+ * on either path as TEST reg 1; JMP: the VM of 6.12.118-ktap (as of
+ * this writing) mis-evaluates TEST with C=1 on integer values, and this
+ * form only relies on C=0.
+ */
+int kp_jumpif(struct kp_state *S, struct kp_fstate *fs, int reg, int cond)
+{
+	kp_code_abc(S, fs, KTAP_OP_TEST, reg, 0, 0);
+	if (cond)
+		kp_code_asbx(S, fs, KTAP_OP_JMP, 0, 1);
+	return kp_jump(S, fs);
+}
+
+/* Jump when the truth of e equals cond. */
 static int jumponcond(struct kp_state *S, struct kp_fstate *fs,
 		      struct kp_exp *e, int cond)
 {
@@ -605,8 +618,7 @@ static int jumponcond(struct kp_state *S, struct kp_fstate *fs,
 		discharge2reg(S, fs, e, fs->freereg - 1);
 	}
 	kp_freeexp(fs, e);
-	kp_code_abc(S, fs, KTAP_OP_TEST, e->u.info, 0, cond);
-	return kp_jump(S, fs);
+	return kp_jumpif(S, fs, e->u.info, cond);
 }
 
 void kp_goiftrue(struct kp_state *S, struct kp_fstate *fs, struct kp_exp *e)

@@ -121,6 +121,7 @@ void kp_checkstack(struct kp_state *S, struct kp_fstate *fs, int n);
 
 /* Jumps. */
 int kp_jump(struct kp_state *S, struct kp_fstate *fs);
+int kp_jumpif(struct kp_state *S, struct kp_fstate *fs, int reg, int cond);
 void kp_concat(struct kp_state *S, struct kp_fstate *fs, int *l1, int l2);
 void kp_patchlist(struct kp_state *S, struct kp_fstate *fs, int list,
 		  int target);

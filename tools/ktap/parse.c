@@ -1055,8 +1055,7 @@ static enum kp_binop subexpr(struct kp_parser *P, struct kp_exp *v,
 
 			kp_exp2nextreg(P->S, fs, v);
 			r = v->u.info;
-			kp_code_abc(P->S, fs, KTAP_OP_TEST, r, 0, op == OPR_OR);
-			j = kp_jump(P->S, fs);
+			j = kp_jumpif(P->S, fs, r, op == OPR_OR);
 			nextop = subexpr(P, &v2, priority[op].right, 0);
 			kp_dischargevars(P->S, fs, &v2);
 			kp_freeexp(fs, &v2);
