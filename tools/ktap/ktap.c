@@ -293,6 +293,11 @@ static int run(const struct opts *o, const void *img, uint32_t len,
 		close(release);
 		release = -1;
 	}
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (o->verbose && !ioctl(fd, KTAP_IOC_STATS, &st))
+		fprintf(stderr, "ktap: %u of %u probes attached\n",
+			st.nr_attached, nprobes);
 	if (!nprobes) {
 		ioctl(fd, KTAP_IOC_STOP);
 		stopped = 1;
@@ -343,10 +348,10 @@ static int run(const struct opts *o, const void *img, uint32_t len,
 			fprintf(stderr, "ktap: %llu events dropped\n",
 				(unsigned long long)st.drops);
 		if (o->verbose)
-			fprintf(stderr, "ktap: %u probes attached, %llu hits, "
+			fprintf(stderr, "ktap: %llu hits, "
 				"%llu drops, %llu skipped (recursion), "
 				"%llu errors, memory %llu of %llu bytes\n",
-				st.nr_attached, (unsigned long long)st.hits,
+				(unsigned long long)st.hits,
 				(unsigned long long)st.drops,
 				(unsigned long long)st.recursion,
 				(unsigned long long)st.errors,
