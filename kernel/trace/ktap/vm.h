@@ -168,6 +168,7 @@ struct ktap_ctx {
 	struct ktap_frame	frames[KTAP_MAX_CALL_DEPTH];
 	struct ktap_value	stack[KTAP_STACK_SLOTS];
 	u64			hits;
+	struct ktap_str		*comm;		/* execname() cache */
 	size_t			scratch_used;
 	char			scratch[KTAP_SCRATCH_SIZE] __aligned(8);
 	char			out[KTAP_OUT_SIZE];	/* print/printf record */

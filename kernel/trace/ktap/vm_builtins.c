@@ -398,16 +398,23 @@ static int ktap_bi_uid(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
-/* execname is interned: the set of names is small and it keys tables. */
+/*
+ * execname is interned: the set of names is small and it keys tables.
+ * The last name seen on this CPU is cached, which saves hashing it.
+ */
 static int ktap_bi_execname(struct ktap_exec *x, struct ktap_value *ret,
 			    struct ktap_value *args, u32 nargs)
 {
 	const char *comm = current->comm;
 	size_t len = strnlen(comm, TASK_COMM_LEN);
-	struct ktap_str *s = ktap_str_intern(x->vm, comm, len);
+	struct ktap_str *s = x->ctx->comm;
 
-	if (!s)
-		return ktap_ret_str(x, ret, comm, len);
+	if (!s || s->len != len || memcmp(s->data, comm, len)) {
+		s = ktap_str_intern(x->vm, comm, len);
+		if (!s)
+			return ktap_ret_str(x, ret, comm, len);
+		x->ctx->comm = s;
+	}
 	ktap_set_obj(ret, KTAP_TSTR, s);
 	return 0;
 }

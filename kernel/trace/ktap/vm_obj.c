@@ -178,10 +178,11 @@ static struct ktap_str *ktap_str_alloc(struct ktap_vm *vm, const char *s,
 }
 
 /**
- * ktap_str_intern - the unique pool copy of a string
+ * __ktap_str_intern - the unique pool copy of a string
  * @vm: the session
  * @s: bytes
  * @len: length of @s
+ * @hash: ktap_str_hash() of @s
  *
  * Lock-free: a new string is published with cmpxchg into an empty slot
  * of the insert-only set; a racing insert of the same bytes makes the
@@ -189,16 +190,13 @@ static struct ktap_str *ktap_str_alloc(struct ktap_vm *vm, const char *s,
  *
  * Return: the interned string, or NULL when the pool or the set is full.
  */
-struct ktap_str *ktap_str_intern(struct ktap_vm *vm, const char *s, u32 len)
+static struct ktap_str *__ktap_str_intern(struct ktap_vm *vm, const char *s,
+					  u32 len, u32 hash)
 {
 	struct ktap_strset *set = &vm->strs;
 	struct ktap_str *fresh = NULL, *cur;
-	u32 hash, idx, n;
+	u32 idx = hash & set->mask, n;
 
-	if (len > KTAP_STR_MAX)
-		return NULL;
-	hash = ktap_str_hash(vm, s, len);
-	idx = hash & set->mask;
 	for (n = 0; n < KTAP_STR_PROBES; n++, idx = (idx + 1) & set->mask) {
 		cur = READ_ONCE(set->slots[idx]);
 		if (!cur) {
@@ -216,6 +214,13 @@ struct ktap_str *ktap_str_intern(struct ktap_vm *vm, const char *s, u32 len)
 			return cur;
 	}
 	return NULL;
+}
+
+struct ktap_str *ktap_str_intern(struct ktap_vm *vm, const char *s, u32 len)
+{
+	if (len > KTAP_STR_MAX)
+		return NULL;
+	return __ktap_str_intern(vm, s, len, ktap_str_hash(vm, s, len));
 }
 
 /**
@@ -295,7 +300,7 @@ int ktap_value_persist(struct ktap_vm *vm, struct ktap_value *v)
 		return -EPERM;
 	if (v->type != KTAP_TSTR || v->s->interned)
 		return 0;
-	s = ktap_str_intern(vm, v->s->data, v->s->len);
+	s = __ktap_str_intern(vm, v->s->data, v->s->len, v->s->hash);
 	if (!s)
 		return -ENOMEM;
 	v->s = s;
@@ -320,8 +325,9 @@ static int ktap_key_norm(struct ktap_vm *vm, const struct ktap_value *key,
 		ktap_set_bool(out, key->b);
 		return 0;
 	case KTAP_TSTR:
-		if (insert)
-			s = ktap_str_intern(vm, key->s->data, key->s->len);
+		if (insert && !key->s->interned)
+			s = __ktap_str_intern(vm, key->s->data, key->s->len,
+					      key->s->hash);
 		else
 			s = ktap_str_find(vm, key->s);
 		if (!s)
