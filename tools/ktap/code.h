@@ -61,6 +61,7 @@ struct kp_proto {
 };
 
 struct kp_blockcnt;
+struct kp_evinfo;
 
 /* Per-function compile state. */
 struct kp_fstate {
@@ -73,6 +74,7 @@ struct kp_fstate {
 	const char		*actvar[KP_MAX_LOCALS];
 	int			depth;		/* 0: main chunk */
 	int			saved_pending;	/* parent's pending locals */
+	struct kp_evinfo	*ev;		/* trace handler: its events */
 };
 
 /* Growing image parts (everything but code, which lives in protos). */

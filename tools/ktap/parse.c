@@ -357,17 +357,16 @@ static void builtin_call0(struct kp_parser *P, const struct kp_bi *b,
 	fs->freereg = base + 1;
 }
 
-/* Field @name of the event being filtered (the handler's register 0). */
-static void event_field(struct kp_parser *P, const struct kp_token *t,
-			struct kp_exp *e)
+/* Report @t if it names no field of the events in @ev (when known). */
+static void check_field(struct kp_parser *P, struct kp_evinfo *ev,
+			const struct kp_token *t)
 {
-	struct kp_evinfo *ev = P->filter;
 	const char *name = t->str.s, *best = NULL;
-	struct kp_exp k;
 	uint32_t i;
 	int bd = 1000, d;
 
-	if (ev->fields) {
+	if (ev && ev->fields && strcmp(name, "tostring") &&
+	    strcmp(name, "set_retval")) {
 		for (i = 0; i < ev->nfields; i++) {
 			if (!strcmp(ev->fields[i], name))
 				break;
@@ -385,6 +384,16 @@ static void event_field(struct kp_parser *P, const struct kp_token *t,
 				 ev->first ? ev->first : "?", name, sug);
 		}
 	}
+}
+
+/* Field @name of the event being filtered (the handler's register 0). */
+static void event_field(struct kp_parser *P, const struct kp_token *t,
+			struct kp_exp *e)
+{
+	const char *name = t->str.s;
+	struct kp_exp k;
+
+	check_field(P, P->filter, t);
 	kp_init_exp(e, VNONRELOC, 0);
 	kp_init_exp(&k, VKSTR, 0);
 	k.u.str.s = name;
@@ -836,6 +845,9 @@ static void suffixedexp(struct kp_parser *P, struct kp_exp *v)
 		switch (TOK(P)->type) {
 		case TK_DOT:
 			next(P);
+			if (v->k == VLOCAL && v->u.info == 0 && fs->ev &&
+			    TOK(P)->type == TK_NAME)
+				check_field(P, fs->ev, TOK(P));
 			kp_exp2anyreg(P->S, fs, v);
 			fieldkey(P, &key);
 			kp_indexed(P->S, fs, v, &key);
@@ -1385,6 +1397,7 @@ static void handler(struct kp_parser *P, const char *name, uint32_t line,
 	uint32_t i;
 
 	open_func(P, &nfs, name, line);
+	nfs.ev = ev;
 	if (has_event) {
 		new_localvar(P, "e");
 		adjustlocalvars(P, 1);
