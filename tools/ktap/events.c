@@ -338,34 +338,88 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 
 /* ---- kernel functions ---- */
 
-static void load_functions(struct kp_state *S, struct kp_names *out)
+/*
+ * Call @fn for every kernel function name, from tracefs
+ * available_filter_functions, else from kallsyms (text symbols).
+ * Returns 0 when neither list is readable. The names are NUL-terminated
+ * in place in a buffer that lives in the arena.
+ */
+static int for_each_function(struct kp_state *S,
+			     void (*fn)(void *arg, char *name), void *arg)
 {
-	char path[1024], *text, *p, *nl;
 	const char *ks = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
+	char path[1024], *text, *p, *nl;
+	int kallsyms = 0;
 
 	snprintf(path, sizeof(path), "%s/available_filter_functions",
 		 kp_tracefs(S));
 	text = read_file(&S->arena, path, 64 << 20);
-	if (text && *text) {
-		for (p = text; p && *p; p = nl ? nl + 1 : NULL) {
-			char name[256];
-
-			nl = strchr(p, '\n');
-			if (sscanf(p, "%255s", name) == 1)
-				names_add(&S->arena, out, name);
-		}
-	} else if ((text = read_file(&S->arena, ks, 256 << 20))) {
-		for (p = text; p && *p; p = nl ? nl + 1 : NULL) {
-			char addr[32], type, name[256];
-
-			nl = strchr(p, '\n');
-			if (sscanf(p, "%31s %c %255s", addr, &type, name) == 3 &&
-			    (type == 't' || type == 'T' || type == 'w' ||
-			     type == 'W'))
-				names_add(&S->arena, out, name);
-		}
+	if (!text || !*text) {
+		text = read_file(&S->arena, ks, 256 << 20);
+		kallsyms = 1;
 	}
-	names_sort(out);
+	if (!text || !*text)
+		return 0;
+	for (p = text; *p; p = nl) {
+		char *name = p, *end;
+
+		nl = strchr(p, '\n');
+		nl = nl ? nl + 1 : p + strlen(p);
+		if (kallsyms) {		/* "addr type name [module]" */
+			char *t = strchr(p, ' ');
+
+			if (!t || t + 3 >= nl || t[2] != ' ' ||
+			    !strchr("tTwW", t[1]))
+				continue;
+			name = t + 3;
+		}
+		for (end = name; end < nl && *end != ' ' && *end != '\t' &&
+		     *end != '\n'; end++)
+			;
+		if (end == name)
+			continue;
+		*end = '\0';
+		fn(arg, name);
+	}
+	return 1;
+}
+
+struct kp_funcmatch {
+	struct kp_arena	*arena;
+	const char	*pattern;
+	int		glob;
+	struct kp_names	found;		/* matches (glob) */
+	int		hit;		/* exact name seen */
+	const char	*best;		/* closest name (suggestion pass) */
+	int		bd, suggest;
+};
+
+static void func_match(void *arg, char *name)
+{
+	struct kp_funcmatch *m = arg;
+	int d;
+
+	if (m->suggest) {
+		if (strlen(name) < 100) {
+			d = kp_distance(m->pattern, name);
+			if (d < m->bd) {
+				m->bd = d;
+				m->best = kp_strndup(m->arena, name,
+						     strlen(name));
+			}
+		}
+		return;
+	}
+	if (!m->glob) {
+		if (!strcmp(name, m->pattern))
+			m->hit = 1;
+		return;
+	}
+	if (!fnmatch(m->pattern, name, 0) &&
+	    m->found.n <= KP_MAX_KPROBE_GLOB)
+		names_add(m->arena, &m->found, name);
+	else if (!fnmatch(m->pattern, name, 0))
+		m->found.n++;	/* count only: over the limit */
 }
 
 static int valid_sym(const char *s, int glob)
@@ -401,7 +455,7 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 {
 	char sym[256], sug[600];
 	const char *end = rest;
-	struct kp_names funcs = { 0 };
+	struct kp_funcmatch m = { 0 };
 	uint64_t off = 0;
 	uint32_t i, n = 0;
 	int ret = 0;
@@ -450,50 +504,49 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 			 "expected a kernel function name");
 		return 0;
 	}
-	load_functions(S, &funcs);
-	if (!has_glob(sym)) {
-		if (funcs.n && !bsearch(&(char *){ sym }, funcs.v, funcs.n,
-					sizeof(*funcs.v), cmp_str)) {
-			kp_suggest(sug, sizeof(sug), sym,
-				   closest(&funcs, sym, NULL));
+	m.arena = &S->arena;
+	m.pattern = sym;
+	m.glob = has_glob(sym);
+	m.bd = 1000;
+	if (!for_each_function(S, func_match, &m)) {
+		if (m.glob) {
+			char path[600];
+
+			snprintf(path, sizeof(path),
+				 "%s/available_filter_functions", kp_tracefs(S));
+			kp_error(S, line, col, KP_E_NO_TRACEFS, path,
+				 "needed to expand the wildcard");
+			return 0;
+		}
+		m.hit = 1;	/* nothing to check against: the kernel will */
+	}
+	if (!m.glob) {
+		if (!m.hit) {
+			m.suggest = 1;
+			for_each_function(S, func_match, &m);
+			kp_suggest(sug, sizeof(sug), sym, m.best);
 			kp_error(S, line, col, KP_E_UNKNOWN_FUNC, sym, sug);
 			return 0;
 		}
 		*first = kp_add_kprobe(S, spec, sym, off, ret);
 		return 1;
 	}
-	if (!funcs.n) {
-		char path[600];
-
-		snprintf(path, sizeof(path), "%s/available_filter_functions",
-			 kp_tracefs(S));
-		kp_error(S, line, col, KP_E_NO_TRACEFS, path,
-			 "needed to expand the wildcard");
-		return 0;
-	}
-	for (i = 0; i < funcs.n; i++) {
-		if (fnmatch(sym, funcs.v[i], 0) ||
-		    (i && !strcmp(funcs.v[i], funcs.v[i - 1])))
-			continue;
-		n++;
-	}
-	if (!n) {
+	if (!m.found.n) {
 		kp_error(S, line, col, KP_E_NO_MATCH, sym);
 		return 0;
 	}
-	if (n > KP_MAX_KPROBE_GLOB) {
-		kp_error(S, line, col, KP_E_GLOB_MANY, sym, (int)n,
+	if (m.found.n > KP_MAX_KPROBE_GLOB) {
+		kp_error(S, line, col, KP_E_GLOB_MANY, sym, (int)m.found.n,
 			 KP_MAX_KPROBE_GLOB);
 		return 0;
 	}
-	n = 0;
-	for (i = 0; i < funcs.n; i++) {
+	names_sort(&m.found);
+	for (i = 0; i < m.found.n; i++) {
 		uint32_t idx;
 
-		if (fnmatch(sym, funcs.v[i], 0) ||
-		    (i && !strcmp(funcs.v[i], funcs.v[i - 1])))
+		if (i && !strcmp(m.found.v[i], m.found.v[i - 1]))
 			continue;
-		idx = kp_add_kprobe(S, spec, funcs.v[i], off, ret);
+		idx = kp_add_kprobe(S, spec, m.found.v[i], off, ret);
 		if (!n++)
 			*first = idx;
 	}
