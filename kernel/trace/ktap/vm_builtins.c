@@ -513,12 +513,13 @@ static int ktap_bi_inplace_inc(struct ktap_exec *x, struct ktap_value *ret,
  *    sys_enter_open |@@@@@@@@                               587779
  *
  * rows sorted by count, descending; the bar is count * 40 / total,
- * where total counts every entry, shown or not.
+ * where total counts every entry, shown or not. Keys are right-aligned
+ * to 18 columns, or to the longest key shown.
  */
 static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 			  u32 nargs, const char *fn)
 {
-	u32 rows = KTAP_HIST_ROWS, r, n;
+	u32 rows = KTAP_HIST_ROWS, r, n, width = 18;
 	char bar[KTAP_HIST_WIDTH + 1];
 	struct ktap_iter *it;
 	struct seq_buf s, key;
@@ -542,8 +543,21 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 		else if (val->type == KTAP_TSTAT)
 			total += ((struct ktap_stat *)val->p)->count;
 	}
+	for (r = 0, n = 0; r < it->n && n < rows; r++) {
+		u32 type = it->e[r].val.type;
+
+		if (type != KTAP_TINT && type != KTAP_TSTAT)
+			continue;
+		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp));
+		err = ktap_tostring(x, &it->e[r].key, &key);
+		if (err)
+			return err;
+		width = clamp_t(u32, seq_buf_used(&key), width, 64);
+		n++;
+	}
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
-	seq_buf_puts(&s, "            value ------------- Distribution ------------- count\n");
+	seq_buf_printf(&s, "%*s ------------- Distribution ------------- count\n",
+		       width - 1, "value");
 	ktap_flush(x, &s, '\n');
 	for (r = 0, n = 0; r < it->n && n < rows; r++) {
 		const struct ktap_value *val = &it->e[r].val;
@@ -565,7 +579,7 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 			return err;
 		x->ctx->tmp[seq_buf_used(&key)] = '\0';
 		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
-		seq_buf_printf(&s, "%18s |%-38s %llu\n", x->ctx->tmp, bar, v);
+		seq_buf_printf(&s, "%*s |%-38s %llu\n", width, x->ctx->tmp, bar, v);
 		ktap_flush(x, &s, '\n');
 		n++;
 	}

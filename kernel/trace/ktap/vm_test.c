@@ -1790,6 +1790,11 @@ static void t_histogram(struct kunit *test)
 	tb_emit(tb, I(CALLB, 0, 1, KTAP_BI_histogram));
 	tb_emit(tb, IBX(LOADI, 2, 2));
 	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_print_hist));	/* 2 rows */
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "sys_enter_newfstatat")));
+	tb_emit(tb, IBX(LOADK, 3, tb_kint(tb, 19)));
+	tb_emit(tb, I(INCTABLE, 1, 2, 3));	/* a longer key widens */
+	tb_emit(tb, IBX(LOADI, 2, 4));
+	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_histogram));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL),
 			   "            value ------------- Distribution ------------- count\n"
@@ -1799,7 +1804,12 @@ static void t_histogram(struct kunit *test)
 			   "    sys_enter_read |                                       1\n"
 			   "            value ------------- Distribution ------------- count\n"
 			   "    sys_enter_open |@@@@@@@@@@@@@@@@@@@                    40\n"
-			   "   sys_enter_close |@@@@@@@@@                              20\n");
+			   "   sys_enter_close |@@@@@@@@@                              20\n"
+			   "              value ------------- Distribution ------------- count\n"
+			   "      sys_enter_open |@@@@@@@@@@@@@@@@                       40\n"
+			   "     sys_enter_close |@@@@@@@@                               20\n"
+			   "  sys_enter_newfstat |@@@@@@@@                               20\n"
+			   "sys_enter_newfstatat |@@@@@@@                                19\n");
 }
 
 /* Tables and strings through the object API. */
