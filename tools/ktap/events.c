@@ -62,14 +62,12 @@ static void names_sort(struct kp_names *l)
 		qsort(l->v, l->n, sizeof(*l->v), cmp_str);
 }
 
-static const char *closest(const struct kp_names *l, const char *name,
-			   const char *prefix)
+static const char *closest(const struct kp_names *l, const char *name)
 {
 	const char *best = NULL;
 	int bd = 1000, d;
 	uint32_t i;
 
-	(void)prefix;
 	for (i = 0; i < l->n; i++) {
 		d = kp_distance(name, l->v[i]);
 		if (d < bd) {
@@ -254,7 +252,7 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 			kp_error(S, line, col, KP_E_NO_MATCH, pat);
 		} else {
 			kp_suggest(sug, sizeof(sug), sysglob,
-				   closest(&allsys, sysglob, NULL));
+				   closest(&allsys, sysglob));
 			kp_error(S, line, col, KP_E_UNKNOWN_SYSTEM, sysglob, sug);
 		}
 		return 0;
@@ -267,7 +265,7 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 		if (list_dirs(&S->arena, dir, evglob, &evs, &allev) < 0)
 			continue;
 		if (!evs.n && !has_glob(evglob) && systems.n == 1) {
-			const char *best = closest(&allev, evglob, NULL);
+			const char *best = closest(&allev, evglob);
 			char full[600];
 
 			sug[0] = '\0';

@@ -277,7 +277,7 @@ static void lx_number(struct kp_lexer *L)
 /* tick-N<unit> and profile-N<unit>: returns 1 if one was lexed. */
 static int lx_period(struct kp_lexer *L, const char *start, size_t n)
 {
-	const char *p = L->p, *num, *unit;
+	const char *p = L->p, *unit;
 	enum kp_period_kind kind;
 	struct kp_token *t;
 	uint64_t v = 0, mul;
@@ -292,7 +292,7 @@ static int lx_period(struct kp_lexer *L, const char *start, size_t n)
 		return 0;
 	if (p + 1 >= L->end || *p != '-' || !isdigit((unsigned char)p[1]))
 		return 0;
-	num = ++p;
+	p++;
 	while (p < L->end && isdigit((unsigned char)*p) && v < (1ULL << 40))
 		v = v * 10 + (uint64_t)(*p++ - '0');
 	unit = p;
@@ -306,8 +306,7 @@ static int lx_period(struct kp_lexer *L, const char *start, size_t n)
 	t->text = text;
 	t->pkind = kind;
 	ulen = (size_t)(p - unit);
-	if (isdigit((unsigned char)*(unit - 1)) && unit > num &&
-	    ((ulen == 1 && *unit == 's') || (ulen == 3 && !memcmp(unit, "sec", 3))))
+	if ((ulen == 1 && *unit == 's') || (ulen == 3 && !memcmp(unit, "sec", 3)))
 		mul = 1000000000ULL;
 	else if ((ulen == 2 && !memcmp(unit, "ms", 2)) ||
 		 (ulen == 4 && !memcmp(unit, "msec", 4)))
