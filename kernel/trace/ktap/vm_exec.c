@@ -492,6 +492,26 @@ static noinline int ktap_attach(struct ktap_exec *x, const struct ktap_value *f,
 	return 0;
 }
 
+static bool ktap_is_end_probe(struct ktap_vm *vm, struct ktap_event *ev)
+{
+	return !ev || (ev->probe < vm->nprobes &&
+		       vm->probes[ev->probe].type == KTAP_PROBE_END);
+}
+
+/* The context rules of KTAP_BUILTINS' flags column. */
+static noinline int ktap_builtin_allowed(struct ktap_exec *x, u32 id)
+{
+	u8 flags = ktap_builtin_info[id].flags;
+
+	if ((flags & KTAP_BF_EVENT) && !x->ev)
+		return ktap_rt_error(x, "%s() needs an event: not in the main chunk",
+				     ktap_builtin_names[id]);
+	if ((flags & KTAP_BF_MAIN) && !x->main && !ktap_is_end_probe(x->vm, x->ev))
+		return ktap_rt_error(x, "%s() only works in the main chunk and end handlers",
+				     ktap_builtin_names[id]);
+	return 0;
+}
+
 static noinline int ktap_forprep(struct ktap_exec *x, struct ktap_value *ra)
 {
 	if (ra[0].type != KTAP_TINT || ra[1].type != KTAP_TINT ||
@@ -794,10 +814,10 @@ op_CALL: {
 op_CALLB: {
 	u32 id = KTAP_C(i);
 
-	if (unlikely((ktap_builtin_info[id].flags & KTAP_BF_EVENT) && !x->ev)) {
-		err = ktap_rt_error(x, "%s() needs an event: not in the main chunk",
-				    ktap_builtin_names[id]);
-		goto fail;
+	if (unlikely(ktap_builtin_info[id].flags)) {
+		err = ktap_builtin_allowed(x, id);
+		if (err)
+			goto fail;
 	}
 	x->pc = pc - 1 - vm->code;
 	ktap_set_nil(&ret);
@@ -951,12 +971,6 @@ int ktap_vm_run_main(struct ktap_vm *vm)
 		ktap_report(&x, err);
 	vfree(x.ctx);
 	return err < 0 ? err : 0;
-}
-
-static bool ktap_is_end_probe(struct ktap_vm *vm, struct ktap_event *ev)
-{
-	return !ev || (ev->probe < vm->nprobes &&
-		       vm->probes[ev->probe].type == KTAP_PROBE_END);
 }
 
 /**
