@@ -72,6 +72,7 @@
 	E(ARGS,		"too many arguments (limit %d)")		\
 	E(FUNC_SIZE,	"function too large (jump out of range)")	\
 	E(IMAGE_SIZE,	"bytecode image too large (limit %u bytes)")	\
+	E(SOURCE_SIZE,	"script too large (limit %d bytes)")		\
 	E(DIV_ZERO,	"division by zero in constant expression")	\
 	E(FOR_STEP,	"'for' step is zero")				\
 	E(MULTI_RET,	"only one return value is supported")		\

@@ -98,11 +98,7 @@ static char *read_script(const char *path, uint32_t *len)
 	}
 	for (;;) {
 		if (n + 1 >= cap) {
-			if (cap > KP_MAX_SOURCE) {
-				fprintf(stderr, "ktap: %s: script larger than %d bytes\n",
-					path, KP_MAX_SOURCE);
-				free(buf);
-				buf = NULL;
+			if (cap > 2 * KP_MAX_SOURCE) {	/* kp_compile says why */
 				break;
 			}
 			nb = realloc(buf, cap * 2);

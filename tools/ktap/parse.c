@@ -1888,7 +1888,7 @@ int kp_compile(struct kp_state *S)
 	P.S = S;
 	kp_image_init(S);
 	if (S->srclen > KP_MAX_SOURCE) {
-		kp_error(S, 0, 0, KP_E_IMAGE_SIZE, KP_MAX_SOURCE);
+		kp_error(S, 0, 0, KP_E_SOURCE_SIZE, KP_MAX_SOURCE);
 		kp_flush_errors(S);
 		return S->nerrors;
 	}
