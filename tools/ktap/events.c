@@ -480,8 +480,9 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 		*pct = '\0';
 		ret = 1;
 	}
-	if (len && sym[strlen(sym) - 1] == '!') {
-		sym[strlen(sym) - 1] = '\0';
+	len = strlen(sym);
+	if (len && sym[len - 1] == '!') {
+		sym[len - 1] = '\0';
 		ret = 1;
 	}
 	plus = strchr(sym, '+');

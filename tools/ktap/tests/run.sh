@@ -23,7 +23,8 @@ export KTAP_TRACEFS KTAP_KALLSYMS
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS UBSAN_OPTIONS
-OUT=tests/out
+# One directory per run: the harness may run this beside a developer.
+OUT=tests/out/run.$$
 rm -rf "$OUT"
 mkdir -p "$OUT/errors"
 
@@ -182,4 +183,5 @@ fi
 
 echo "1..$n"
 echo "# $((n - fails)) passed, $fails failed"
+[ "$fails" = 0 ] && rm -rf "$OUT"
 [ "$fails" = 0 ]
