@@ -72,6 +72,7 @@ struct kp_fstate {
 	int			freereg;
 	int			nactvar;
 	const char		*actvar[KP_MAX_LOCALS];
+	uint8_t			captured[KP_MAX_LOCALS]; /* by a closure */
 	int			depth;		/* 0: main chunk */
 	int			saved_pending;	/* parent's pending locals */
 	struct kp_evinfo	*ev;		/* trace handler: its events */

@@ -199,6 +199,10 @@ static void new_localvar(struct kp_parser *P, const char *name)
 
 static void adjustlocalvars(struct kp_parser *P, int n)
 {
+	int i;
+
+	for (i = 0; i < n && P->fs->nactvar + i < KP_MAX_LOCALS; i++)
+		P->fs->captured[P->fs->nactvar + i] = 0;
 	P->fs->nactvar += n;
 	P->npending -= n;
 	if (P->npending < 0)
@@ -215,13 +219,29 @@ static void enterblock(struct kp_fstate *fs, struct kp_blockcnt *bl,
 	fs->bl = bl;
 }
 
+/*
+ * Leaving a block ends its locals. There is no instruction that closes
+ * upvalues at a block's end (only RETURN does), and in the main chunk a
+ * closure keeps sharing its variable's register until the function
+ * returns; so a local captured by a closure keeps its register, hidden,
+ * until the end of the function rather than being reused.
+ */
 static void leaveblock(struct kp_parser *P)
 {
 	struct kp_fstate *fs = P->fs;
 	struct kp_blockcnt *bl = fs->bl;
+	int keep = bl->nactvar, i;
 
+	for (i = fs->nactvar - 1; i >= bl->nactvar; i--) {
+		if (fs->captured[i]) {
+			keep = i + 1;
+			break;
+		}
+	}
+	for (i = bl->nactvar; i < keep; i++)
+		fs->actvar[i] = "(captured)";
 	fs->bl = bl->prev;
-	fs->nactvar = bl->nactvar;
+	fs->nactvar = keep;
 	fs->freereg = fs->nactvar;
 	kp_patchtohere(P->S, fs, bl->breaklist);
 }
@@ -282,6 +302,8 @@ static int indexupvalue(struct kp_parser *P, struct kp_fstate *fs,
 		sizeof(*f->upv));
 	kp_grow(&P->S->arena, (void **)&f->upvname, &f->upvnamecap,
 		f->nupv + 1, sizeof(*f->upvname));
+	if (in_stack && fs->prev && v->u.info < KP_MAX_LOCALS)
+		fs->prev->captured[v->u.info] = 1;
 	f->upv[f->nupv].in_stack = in_stack;
 	f->upv[f->nupv].index = (uint8_t)v->u.info;
 	f->upvname[f->nupv] = name;
