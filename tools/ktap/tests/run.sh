@@ -174,7 +174,7 @@ fi
 # 7. fuzzing
 if [ -n "$FUZZ_CHECK" ]; then
 	if sh -c "$FUZZ_CHECK" > "$OUT/fuzz.log" 2>&1; then
-		ok "fuzz: $(tail -1 "$OUT/fuzz.log")"
+		ok "$(grep '^fuzz:' "$OUT/fuzz.log" | tail -1)"
 	else
 		not_ok "fuzz run"
 		tail -20 "$OUT/fuzz.log" | sed 's/^/# /'
