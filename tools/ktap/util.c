@@ -106,15 +106,19 @@ void kp_state_free(struct kp_state *S)
 	kp_arena_free(&S->arena);
 }
 
-/* Append the source line @line and a caret under column @col. */
+/*
+ * Write the source line @line (at most 200 bytes of it) and a caret
+ * under column @col into @buf of @n bytes (n >= 420); returns the length.
+ */
 static int kp_show_line(struct kp_state *S, char *buf, size_t n,
 			uint32_t line, uint32_t col)
 {
 	const char *p = S->src, *end = S->src + S->srclen, *e;
 	uint32_t l = 1, i;
-	int len;
+	size_t len;
 
-	if (!line)
+	buf[0] = '\0';
+	if (!line || n < 420)
 		return 0;
 	while (p < end && l < line) {
 		if (*p++ == '\n')
@@ -124,11 +128,17 @@ static int kp_show_line(struct kp_state *S, char *buf, size_t n,
 		return 0;
 	for (e = p; e < end && *e != '\n' && e - p < 200; e++)
 		;
-	len = snprintf(buf, n, " %.*s\n ", (int)(e - p), p);
-	for (i = 1; i < col && p + i - 1 < e && (size_t)len + 3 < n; i++)
+	buf[0] = ' ';
+	memcpy(buf + 1, p, (size_t)(e - p));
+	len = 1 + (size_t)(e - p);
+	buf[len++] = '\n';
+	buf[len++] = ' ';
+	for (i = 1; i < col && p + i - 1 < e; i++)
 		buf[len++] = p[i - 1] == '\t' ? '\t' : ' ';
-	len += snprintf(buf + len, n - (size_t)len, "^\n");
-	return len;
+	buf[len++] = '^';
+	buf[len++] = '\n';
+	buf[len] = '\0';
+	return (int)len;
 }
 
 /*
@@ -144,25 +154,24 @@ struct kp_diag {
 void kp_verror(struct kp_state *S, uint32_t line, uint32_t col,
 	       enum kp_err e, va_list ap)
 {
-	char buf[1024];
+	char buf[1600];
 	struct kp_diag *d;
-	int n;
+	size_t n;
+	int r;
 
 	S->nerrors++;
 	if (S->nerrors > KP_MAX_ERRORS)
 		return;
+	/* the message: at most 1000 bytes, then the source line */
 	if (line)
-		n = snprintf(buf, sizeof(buf), "%s:%u:%u: error: ", S->file,
-			     line, col);
+		r = snprintf(buf, 1000, "%s:%u:%u: error: ", S->file, line, col);
 	else
-		n = snprintf(buf, sizeof(buf), "%s: error: ", S->file);
-	if (n < 0 || (size_t)n >= sizeof(buf))
-		n = 0;
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, kp_errmsg[e], ap);
-	if ((size_t)n >= sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 300;
-	n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
-	kp_show_line(S, buf + n, sizeof(buf) - (size_t)n, line, col);
+		r = snprintf(buf, 1000, "%s: error: ", S->file);
+	n = r < 0 ? 0 : (size_t)r >= 1000 ? 999 : (size_t)r;
+	r = vsnprintf(buf + n, 1000 - n, kp_errmsg[e], ap);
+	n += r < 0 ? 0 : (size_t)r >= 1000 - n ? 999 - n : (size_t)r;
+	buf[n++] = '\n';
+	kp_show_line(S, buf + n, sizeof(buf) - n, line, col);
 	kp_grow(&S->arena, (void **)&S->diags, &S->diagcap, S->ndiags + 1,
 		sizeof(*S->diags));
 	d = &S->diags[S->ndiags];
