@@ -889,21 +889,25 @@ static int ktap_kp_field(struct ktap_vm *vm, struct ktap_event *ev,
 	return -ENOENT;
 }
 
-/* argN: the function's arguments at entry; arg0 is the value returned. */
+/*
+ * argN, in the spirit of syscall events (arg0 the syscall number, arg1..
+ * its arguments or its return value): arg0 is the probed function's
+ * address, arg1..arg6 its arguments at entry, arg1 its return value in a
+ * return probe.
+ */
 static int ktap_kp_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		       struct ktap_value *out)
 {
 	struct ktap_kp_event *kev = container_of(ev, struct ktap_kp_event, ev);
 
-	if (n < 0 || n > 9)
-		return -ENOENT;
-	if (kev->k->ret) {
-		if (n)
-			return -ENOENT;
+	if (n == 0)
+		ktap_value_int(out, ktap_kp_addr(kev->k));
+	else if (kev->k->ret && n == 1)
 		ktap_value_int(out, regs_return_value(ev->regs));
-		return 0;
-	}
-	ktap_value_int(out, regs_get_kernel_argument(ev->regs, n));
+	else if (!kev->k->ret && n >= 1 && n <= 6)
+		ktap_value_int(out, regs_get_kernel_argument(ev->regs, n - 1));
+	else
+		return -ENOENT;
 	return 0;
 }
 
@@ -1059,20 +1063,20 @@ static int ktap_up_field(struct ktap_vm *vm, struct ktap_event *ev,
 	return -ENOENT;
 }
 
+/* argN as for kprobes: arg0 the address, arg1..6 arguments or retval. */
 static int ktap_up_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		       struct ktap_value *out)
 {
 	struct ktap_up_event *uev = container_of(ev, struct ktap_up_event, ev);
 
-	if (n < 0 || n > 9)
-		return -ENOENT;
-	if (uev->func) {
-		if (n)
-			return -ENOENT;
+	if (n == 0)
+		ktap_value_int(out, uev->func ?: instruction_pointer(ev->regs));
+	else if (uev->func && n == 1)
 		ktap_value_int(out, regs_return_value(ev->regs));
-		return 0;
-	}
-	ktap_value_int(out, regs_get_kernel_argument(ev->regs, n));
+	else if (!uev->func && n >= 1 && n <= 6)
+		ktap_value_int(out, regs_get_kernel_argument(ev->regs, n - 1));
+	else
+		return -ENOENT;
 	return 0;
 }
 

@@ -245,8 +245,8 @@ static inline void *ki_field_prog(const uint32_t *ids, uint32_t nids,
 	return ki_build(&im, len);
 }
 
-static inline int ki_load(int fd, const void *img, size_t len, char *log,
-			  size_t log_size)
+static inline int ki_load_filtered(int fd, const void *img, size_t len,
+				   char *log, size_t log_size, int pid, int cpu)
 {
 	struct ktap_load_attr a;
 
@@ -256,9 +256,15 @@ static inline int ki_load(int fd, const void *img, size_t len, char *log,
 	a.image_len = len;
 	a.log_buf = (uintptr_t)log;
 	a.log_size = log_size;
-	a.pid = -1;
-	a.cpu = -1;
+	a.pid = pid;
+	a.cpu = cpu;
 	return ioctl(fd, KTAP_IOC_LOAD, &a);
+}
+
+static inline int ki_load(int fd, const void *img, size_t len, char *log,
+			  size_t log_size)
+{
+	return ki_load_filtered(fd, img, len, log, log_size, -1, -1);
 }
 
 /* Read until EOF (or @max bytes) into a NUL-terminated malloc'd string. */

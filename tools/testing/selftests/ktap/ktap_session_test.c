@@ -340,6 +340,56 @@ static void test_fields(void)
 	}
 }
 
+/* LOAD's pid and cpu filters: events of other processes/CPUs are not seen. */
+static int filtered_hits(void *img, size_t len, int pid, int cpu)
+{
+	struct ktap_stats st = { .size = sizeof(st) };
+	int fd = open_control();
+
+	if (fd < 0 || ki_load_filtered(fd, img, len, NULL, 0, pid, cpu) ||
+	    ioctl(fd, KTAP_IOC_START)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	getppid_x20();
+	ioctl(fd, KTAP_IOC_STATS, &st);
+	close(fd);
+	return st.hits;
+}
+
+static void test_filters(void)
+{
+	uint32_t id = ki_event_id("syscalls/sys_enter_getppid");
+	int mine, other, cpu0, cpu1;
+	cpu_set_t set;
+	size_t len;
+	void *img;
+
+	img = ki_probe_prog(KTAP_PROBE_TRACEPOINT, 0, "getppid", NULL, 0,
+			    &id, 1, "end", &len);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		ksft_test_result_skip("filters: cannot pin to CPU 0\n");
+		free(img);
+		return;
+	}
+	mine = filtered_hits(img, len, getpid(), -1);
+	other = filtered_hits(img, len, getppid(), -1);
+	cpu0 = filtered_hits(img, len, -1, 0);
+	cpu1 = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
+	       filtered_hits(img, len, getpid(), 1) : 0;
+	CPU_ZERO(&set);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	ksft_test_result(mine == 20 && other == 0 && cpu0 >= 20 && cpu1 == 0,
+			 "pid filter: own %d, parent's %d; cpu filter: cpu0 %d, cpu1 %d\n",
+			 mine, other, cpu0, cpu1);
+	free(img);
+}
+
 static void test_trace_pipe(void)
 {
 	char path[128], *out;
@@ -563,7 +613,7 @@ int main(void)
 		ksft_exit_skip("%s missing (CONFIG_KTAP?)\n", KTAP_CONTROL);
 	if (geteuid())
 		ksft_exit_skip("must run as root\n");
-	ksft_set_plan(27);
+	ksft_set_plan(28);
 	test_version();
 	test_bad_attr();
 	test_reject_log();
@@ -571,6 +621,7 @@ int main(void)
 	test_tracepoint();
 	test_other_probes();
 	test_fields();
+	test_filters();
 	test_trace_pipe();
 	test_poll_nonblock();
 	test_many_sessions();
