@@ -27,5 +27,5 @@ end0=$(date +%s%N)
 per=$(( (end - start) / N / 1000 ))
 base=$(( (end0 - start0) / N / 1000 ))
 strip -o /tmp/ktap.bench.$$ "$KTAP" && size=$(wc -c < /tmp/ktap.bench.$$) && rm -f /tmp/ktap.bench.$$
-echo "ktap -b $big ($(wc -c < "$big") bytes): ${per} us per run, /bin/true ${base} us, compile ~$((per - base)) us"
+echo "ktap -b $big ($(wc -c < "$big") bytes): ${per} us per process run (/bin/true: ${base} us; noisy on a busy host)"
 echo "ktap stripped: $size bytes"
