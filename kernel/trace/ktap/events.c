@@ -285,8 +285,7 @@ static int ktap_sc_field(struct ktap_tp_event *tev, const char *name, u32 len,
 		return 0;
 	}
 	if (ktap_name_is(name, len, "sc_is_enter")) {
-		out->type = KTAP_TBOOL;
-		out->b = enter;
+		ktap_value_bool(out, enter);
 		return 0;
 	}
 	if (ktap_name_is(name, len, "retval")) {

@@ -157,4 +157,12 @@ static inline void ktap_value_int(struct ktap_value *v, s64 i)
 	v->i = i;
 }
 
+/* Booleans keep the whole word zeroed but for b: see ktap_truthy(). */
+static inline void ktap_value_bool(struct ktap_value *v, bool b)
+{
+	v->i = 0;
+	v->b = b;
+	v->type = KTAP_TBOOL;
+}
+
 #endif /* _KTAP_H */

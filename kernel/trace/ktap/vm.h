@@ -279,9 +279,7 @@ static inline void ktap_set_nil(struct ktap_value *v)
 
 static inline void ktap_set_bool(struct ktap_value *v, bool b)
 {
-	v->i = 0;
-	v->b = b;
-	v->type = KTAP_TBOOL;
+	ktap_value_bool(v, b);
 }
 
 static inline void ktap_set_obj(struct ktap_value *v, u32 type, void *p)
@@ -292,7 +290,12 @@ static inline void ktap_set_obj(struct ktap_value *v, u32 type, void *p)
 
 static inline bool ktap_truthy(const struct ktap_value *v)
 {
-	return !(v->type == KTAP_TNIL || (v->type == KTAP_TBOOL && !v->b));
+	/*
+	 * Test the whole word, never the bool member: for a non-boolean
+	 * value its byte is not 0 or 1, and GCC may merge a speculative
+	 * load of it into the result (it did: 7 tested false).
+	 */
+	return v->type != KTAP_TNIL && (v->type != KTAP_TBOOL || v->i != 0);
 }
 
 /* Event and bound-method values only live for one firing. */

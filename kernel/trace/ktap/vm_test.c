@@ -842,12 +842,15 @@ static void p_loads(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
-/* Prints whether "R(b) op R(c)" (or TEST of R(b)) holds. */
+/*
+ * Prints whether "R(b) op R(c)" holds; for TEST, whether the truth of
+ * R(b) differs from c (so TEST with c = 1 prints the negation).
+ */
 static void tb_cond(struct tb *tb, u32 op, u8 b, u8 c)
 {
 	tb_emit(tb, I(LOADBOOL, 12, 0, 0));
 	if (op == KTAP_OP_TEST)
-		tb_emit(tb, I(TEST, b, 0, 0));
+		tb_emit(tb, I(TEST, b, 0, c));
 	else
 		tb_emit(tb, KTAP_INSN(op, 0, b, c));
 	tb_emit(tb, IBX(JMP, 0, 1));
@@ -880,6 +883,9 @@ static void p_compare(struct tb *tb)
 	tb_cond(tb, KTAP_OP_TEST, 0, 0);	/* 1 is true */
 	tb_cond(tb, KTAP_OP_TEST, 6, 0);	/* nil is false */
 	tb_cond(tb, KTAP_OP_TEST, 7, 0);	/* false is false */
+	tb_emit(tb, IBX(LOADI, 8, 7));
+	tb_cond(tb, KTAP_OP_TEST, 8, 1);	/* 7 is true: prints false */
+	tb_cond(tb, KTAP_OP_TEST, 6, 1);	/* nil is false: prints true */
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1072,7 +1078,8 @@ static const struct prog_case prog_cases[] = {
 	  "-9223372036854775808\n-9223372036854775807\n" },
 	{ "loads and not", p_loads, "str\ntrue\nfalse\nstr\nnil\nnil\ntrue\nfalse\n" },
 	{ "compare and test", p_compare,
-	  "true\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\nfalse\n" },
+	  "true\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\nfalse\n"
+	  "false\ntrue\n" },
 	{ "concat and len", p_concat, "x=-42\n-42x=\n5\n" },
 	{ "globals", p_globals, "nil\n5\n" },
 	{ "tables", p_table, "one\n1\n6\n1\n3\n2\nnil\n" },
