@@ -76,18 +76,35 @@ workload() {
 	done
 }
 
-# run_traced SECONDS OUT script...: run ktap in the foreground with a
-# workload beside it; SIGINT after SECONDS, as Ctrl-C would.
+# run_traced SECONDS OUT script...: start ktap, wait until it says its
+# probes are attached (slow kernels take a while to resolve and attach
+# tp:syscalls), run a workload for SECONDS, then SIGINT it, as Ctrl-C
+# would (ktap sets its own handler, so a background job gets it too).
+# Returns ktap's status, or 124 if it had to be killed.
 run_traced() {
-	local secs=$1 out=$2
+	local secs=$1 out=$2 i=0
 
 	shift 2
-	workload $((secs + 1)) &
-	local w=$!
-	timeout -s INT -k 30 "$secs" "$KTAP" "$@" > "$out" 2>&1
-	local rc=$?
-	wait $w
-	return $rc
+	"$KTAP" "$@" > "$out" 2>&1 &
+	local k=$!
+	while [ $i -lt 1200 ] && kill -0 $k 2>/dev/null &&
+	      ! grep -q 'Tracing\.\.\.' "$out"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	workload "$secs"
+	kill -INT $k 2>/dev/null
+	i=0
+	while [ $i -lt 600 ] && kill -0 $k 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 $k 2>/dev/null; then
+		kill -KILL $k
+		wait $k
+		return 124
+	fi
+	wait $k
 }
 
 no_sessions() {
@@ -144,7 +161,7 @@ kdebug.probe("tp:syscalls:sys_enter_close", function (e) {
     }
 })
 EOF
-run_traced 30 "$T/spin.out" "$T/spin.kp"
+run_traced 3 "$T/spin.out" "$T/spin.kp"
 rc=$?
 if [ $rc -ne 124 ] && grep -qiE 'error|budget|instruction' "$T/spin.out"; then
 	ktap_test_pass "while (1) {} in a probe ends with: $(grep -iE 'error|budget' "$T/spin.out" | head -1)"
@@ -180,7 +197,7 @@ kdebug.probe("kprobe:do_sys_openat2!", function (e) {
     printf("%s\n", e.tostring())
 })
 EOF
-run_traced 10 "$T/kp.out" "$T/kprobe.kp"
+run_traced 3 "$T/kp.out" "$T/kprobe.kp"
 if grep -qE '^do_sys_openat2: \(do_sys_openat2\+0x[0-9a-f]+/0x[0-9a-f]+\)$' "$T/kp.out" &&
    grep -qE '^do_sys_openat2: \(.*<- do_sys_openat2\)' "$T/kp.out"; then
 	ktap_test_pass "kprobe and kretprobe on do_sys_openat2"
@@ -209,7 +226,7 @@ kdebug.probe("kprobe:do_sys_openat2!", function (e) {
     e.set_retval(-1)
 })
 EOF
-run_traced 10 "$T/rv.out" "$T/retval.kp"
+run_traced 3 "$T/rv.out" "$T/retval.kp"
 if grep -qiE 'error|not permitted|EPERM' "$T/rv.out" && cat /proc/version > /dev/null; then
 	ktap_test_pass "set_retval on a non-injectable function is an error: $(grep -iE 'error|EPERM' "$T/rv.out" | head -1)"
 else
