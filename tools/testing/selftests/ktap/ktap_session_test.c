@@ -390,6 +390,63 @@ static void test_filters(void)
 	free(img);
 }
 
+static int injectable(const char *fn)
+{
+	FILE *f = fopen("/sys/kernel/debug/error_injection/list", "r");
+	char line[256];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, fn, strlen(fn)) && line[strlen(fn)] == '\t')
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+/* e.set_retval(-EIO) in a kretprobe of an error-injectable function. */
+static void test_set_retval(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 4);
+	struct ki_func *h = ki_func(&im, 1, 4);
+	uint32_t ks = ki_kstr(&im, "set_retval");
+	uint32_t p = ki_probe(&im, KTAP_PROBE_KPROBE, KTAP_PROBE_F_RETURN,
+			      "kprobe:__do_sys_getppid!", "__do_sys_getppid",
+			      0, NULL, 0);
+	int fd, r, err;
+	size_t len;
+	void *img;
+
+	if (!injectable("__do_sys_getppid")) {
+		ksft_test_result_skip("set_retval: __do_sys_getppid not error-injectable here\n");
+		return;
+	}
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_CLOSURE, 0, 1));
+	ki_op(m, KTAP_INSN_BX(KTAP_OP_ATTACH, 0, p));
+	ki_op(m, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+	ki_op(h, KTAP_INSN(KTAP_OP_GETFIELD, 1, 0, ks));
+	ki_op(h, KTAP_INSN_BX(KTAP_OP_LOADI, 2, -EIO));
+	ki_op(h, KTAP_INSN(KTAP_OP_CALL, 1, 1, 0));
+	ki_op(h, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
+	img = ki_build(&im, &len);
+	fd = open_control();
+	if (fd < 0 || ki_load(fd, img, len, NULL, 0) || ioctl(fd, KTAP_IOC_START)) {
+		ksft_test_result_fail("set_retval: %s\n", strerror(errno));
+	} else {
+		r = syscall(SYS_getppid);
+		err = errno;
+		ioctl(fd, KTAP_IOC_STOP);
+		ksft_test_result(r == -1 && err == EIO && syscall(SYS_getppid) > 0,
+				 "set_retval(-EIO) on __do_sys_getppid: getppid() = %d, errno %d\n",
+				 r, err);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(img);
+}
+
 static void test_trace_pipe(void)
 {
 	char path[128], *out;
@@ -613,7 +670,7 @@ int main(void)
 		ksft_exit_skip("%s missing (CONFIG_KTAP?)\n", KTAP_CONTROL);
 	if (geteuid())
 		ksft_exit_skip("must run as root\n");
-	ksft_set_plan(28);
+	ksft_set_plan(29);
 	test_version();
 	test_bad_attr();
 	test_reject_log();
@@ -622,6 +679,7 @@ int main(void)
 	test_other_probes();
 	test_fields();
 	test_filters();
+	test_set_retval();
 	test_trace_pipe();
 	test_poll_nonblock();
 	test_many_sessions();
