@@ -407,6 +407,30 @@ static int ktap_check_probes(struct ktap_session *sess, char *log,
 	return 0;
 }
 
+/*
+ * The output buffer is only allocated for a program that loaded: most
+ * opens (ktap -V, rejected images) never need its pages. Published with
+ * release semantics; readers of a session without one see no output.
+ */
+static int ktap_alloc_output(struct ktap_session *sess)
+{
+	struct trace_buffer *buffer;
+
+	buffer = ring_buffer_alloc(KTAP_BUF_SIZE, 0);
+	if (!buffer)
+		return -ENOMEM;
+	sess->max_rec = min_t(unsigned long, PAGE_SIZE,
+			      ring_buffer_max_event_size(buffer)) - sizeof(u32);
+	sess->rbuf = kmalloc(sess->max_rec, GFP_KERNEL);
+	if (!sess->rbuf) {
+		ring_buffer_free(buffer);
+		return -ENOMEM;
+	}
+	/* Pairs with the readers' acquire: they see rbuf and max_rec set. */
+	smp_store_release(&sess->buffer, buffer);
+	return 0;
+}
+
 static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 {
 	struct ktap_load_attr attr;
@@ -460,6 +484,8 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 
 	sess->hot.vm = vm;
 	ret = ktap_check_probes(sess, log, log_size);
+	if (!ret)
+		ret = ktap_alloc_output(sess);
 	if (ret) {
 		sess->hot.vm = NULL;
 		ktap_vm_free(vm);
@@ -607,13 +633,17 @@ static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
  */
 static bool ktap_fetch(struct ktap_session *sess)
 {
+	/* Pairs with ktap_alloc_output(). */
+	struct trace_buffer *buffer = smp_load_acquire(&sess->buffer);
 	struct ring_buffer_event *rbe;
 	int cpu, best = -1;
 	u64 ts, best_ts = U64_MAX;
 	u32 *rec;
 
+	if (!buffer)
+		return false;
 	for_each_possible_cpu(cpu) {
-		if (ring_buffer_peek(sess->buffer, cpu, &ts, NULL) &&
+		if (ring_buffer_peek(buffer, cpu, &ts, NULL) &&
 		    ts < best_ts) {
 			best = cpu;
 			best_ts = ts;
@@ -621,7 +651,7 @@ static bool ktap_fetch(struct ktap_session *sess)
 	}
 	if (best < 0)
 		return false;
-	rbe = ring_buffer_consume(sess->buffer, best, NULL, NULL);
+	rbe = ring_buffer_consume(buffer, best, NULL, NULL);
 	if (!rbe)
 		return false;
 	rec = ring_buffer_event_data(rbe);
@@ -633,7 +663,10 @@ static bool ktap_fetch(struct ktap_session *sess)
 
 static bool ktap_readable(struct ktap_session *sess)
 {
-	return !ring_buffer_empty(sess->buffer) || ktap_done(sess);
+	/* Pairs with ktap_alloc_output(). */
+	struct trace_buffer *buffer = smp_load_acquire(&sess->buffer);
+
+	return (buffer && !ring_buffer_empty(buffer)) || ktap_done(sess);
 }
 
 /**
@@ -737,16 +770,6 @@ static struct ktap_session *ktap_session_new(void)
 	sess->hot.tgid = -1;
 	sess->hot.cpu = -1;
 
-	sess->buffer = ring_buffer_alloc(KTAP_BUF_SIZE, 0);
-	if (!sess->buffer)
-		goto err;
-	sess->max_rec = min_t(unsigned long, PAGE_SIZE,
-			      ring_buffer_max_event_size(sess->buffer)) -
-			sizeof(u32);
-	sess->rbuf = kmalloc(sess->max_rec, GFP_KERNEL);
-	if (!sess->rbuf)
-		goto err;
-
 	scoped_guard(mutex, &ktap_sessions_lock) {
 		sess->id = ktap_next_id++;
 		list_add_tail(&sess->node, &ktap_sessions);
@@ -758,9 +781,6 @@ static struct ktap_session *ktap_session_new(void)
 					    &ktap_pipe_fops);
 	}
 	return sess;
-err:
-	ktap_session_free(&sess->ref);
-	return NULL;
 }
 
 static int ktap_control_open(struct inode *inode, struct file *file)
