@@ -336,15 +336,17 @@ static long ktap_ioc_version(void __user *uarg)
 	return 0;
 }
 
-static int ktap_copy_log(const struct ktap_load_attr *attr, const char *log)
+/* Copy the NUL-terminated log (@size bytes at @log) to the user's log_buf. */
+static int ktap_copy_log(const struct ktap_load_attr *attr, const char *log,
+			 size_t size)
 {
+	char __user *ubuf = u64_to_user_ptr(attr->log_buf);
 	size_t n;
 
-	if (!attr->log_size || !log)
+	if (!size || !log)
 		return 0;
-	n = strnlen(log, attr->log_size - 1);
-	if (copy_to_user(u64_to_user_ptr(attr->log_buf), log, n) ||
-	    put_user('\0', (char __user *)u64_to_user_ptr(attr->log_buf) + n))
+	n = strnlen(log, size - 1);
+	if (copy_to_user(ubuf, log, n) || put_user('\0', ubuf + n))
 		return -EFAULT;
 	return 0;
 }
@@ -477,7 +479,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	kvfree(image);
 	if (IS_ERR(vm)) {
 		ret = PTR_ERR(vm);
-		if (ktap_copy_log(&attr, log))
+		if (ktap_copy_log(&attr, log, log_size))
 			ret = -EFAULT;
 		goto out_log;
 	}
@@ -489,7 +491,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	if (ret) {
 		sess->hot.vm = NULL;
 		ktap_vm_free(vm);
-		if (ktap_copy_log(&attr, log))
+		if (ktap_copy_log(&attr, log, log_size))
 			ret = -EFAULT;
 		goto out_log;
 	}
