@@ -757,9 +757,15 @@ static int constfold(struct kp_state *S, enum kp_binop op, struct kp_exp *e1,
 	a = (uint64_t)e1->u.ival;
 	b = (uint64_t)e2->u.ival;
 	switch (op) {
-	case OPR_ADD: r = (int64_t)(a + b); break;
-	case OPR_SUB: r = (int64_t)(a - b); break;
-	case OPR_MUL: r = (int64_t)(a * b); break;
+	case OPR_ADD:
+		r = (int64_t)(a + b);
+		break;
+	case OPR_SUB:
+		r = (int64_t)(a - b);
+		break;
+	case OPR_MUL:
+		r = (int64_t)(a * b);
+		break;
 	case OPR_DIV:
 	case OPR_MOD:
 		if (!b) {
@@ -785,21 +791,26 @@ static void codearith(struct kp_state *S, struct kp_fstate *fs,
 {
 	int o = arith_op[op], b, c, k;
 
-	if (e2->k == VKINT && !hasjumps(e2) &&
-	    (k = kp_const_int(S, e2->u.ival)) <= 255) {
-		b = kp_exp2anyreg(S, fs, e1);
-		kp_freeexp(fs, e1);
-		e1->u.info = kp_code_abc(S, fs, KOP(o), 0, b, k);
-		e1->k = VRELOC;
-		return;
+	if (e2->k == VKINT && !hasjumps(e2)) {
+		k = kp_const_int(S, e2->u.ival);
+		if (k <= 255) {
+			b = kp_exp2anyreg(S, fs, e1);
+			kp_freeexp(fs, e1);
+			e1->u.info = kp_code_abc(S, fs, KOP(o), 0, b, k);
+			e1->k = VRELOC;
+			return;
+		}
 	}
 	if ((op == OPR_ADD || op == OPR_MUL) && e1->k == VKINT &&
-	    !hasjumps(e1) && (k = kp_const_int(S, e1->u.ival)) <= 255) {
-		b = kp_exp2anyreg(S, fs, e2);
-		kp_freeexp(fs, e2);
-		e1->u.info = kp_code_abc(S, fs, KOP(o), 0, b, k);
-		e1->k = VRELOC;
-		return;
+	    !hasjumps(e1)) {
+		k = kp_const_int(S, e1->u.ival);
+		if (k <= 255) {
+			b = kp_exp2anyreg(S, fs, e2);
+			kp_freeexp(fs, e2);
+			e1->u.info = kp_code_abc(S, fs, KOP(o), 0, b, k);
+			e1->k = VRELOC;
+			return;
+		}
 	}
 	c = kp_exp2anyreg(S, fs, e2);
 	b = kp_exp2anyreg(S, fs, e1);
@@ -983,12 +994,20 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	off += (uint64_t)I->nwords * 4;
 	h.total_size = (uint32_t)off;
 	/* empty sections point at the header end, which is always valid */
-	if (!I->nconsts) h.consts.off = 0;
-	if (!ncode) h.code.off = h.lines.off = 0;
-	if (!nupv) h.upvals.off = 0;
-	if (!I->nprobes) h.probes.off = 0;
-	if (!I->nwords) h.words.off = 0;
-	if (!I->strlen) h.strtab.off = 0;
+	if (!I->nconsts)
+		h.consts.off = 0;
+	if (!ncode) {
+		h.code.off = 0;
+		h.lines.off = 0;
+	}
+	if (!nupv)
+		h.upvals.off = 0;
+	if (!I->nprobes)
+		h.probes.off = 0;
+	if (!I->nwords)
+		h.words.off = 0;
+	if (!I->strlen)
+		h.strtab.off = 0;
 
 	img = calloc(1, (size_t)off);
 	if (!img) {

@@ -24,7 +24,8 @@ static const struct {
 };
 #undef __KP_OPINFO
 
-#define __KP_BINAME(name, ...)	#name,
+#define __KP_BINAME(name, ...)					\
+	[KTAP_BI_##name] = #name,
 static const char *const biname[KTAP_BI__COUNT] = {
 	KTAP_BUILTINS(__KP_BINAME)
 };

@@ -342,8 +342,9 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
  * Returns 0 when neither list is readable. The names are NUL-terminated
  * in place in a buffer that lives in the arena.
  */
-static int for_each_function(struct kp_state *S,
-			     void (*fn)(void *arg, char *name), void *arg)
+static int walk_kernel_functions(struct kp_state *S,
+				 void (*fn)(void *arg, char *name),
+				 void *arg)
 {
 	const char *ks = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
 	char path[1024], *text, *p, *nl;
@@ -507,7 +508,7 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 	m.pattern = sym;
 	m.glob = has_glob(sym);
 	m.bd = 1000;
-	if (!for_each_function(S, func_match, &m)) {
+	if (!walk_kernel_functions(S, func_match, &m)) {
 		if (m.glob) {
 			char path[600];
 
@@ -522,7 +523,7 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 	if (!m.glob) {
 		if (!m.hit) {
 			m.suggest = 1;
-			for_each_function(S, func_match, &m);
+			walk_kernel_functions(S, func_match, &m);
 			kp_suggest(sug, sizeof(sug), sym, m.best);
 			kp_error(S, line, col, KP_E_UNKNOWN_FUNC, sym, sug);
 			return 0;

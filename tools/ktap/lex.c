@@ -8,7 +8,8 @@
 #include <string.h>
 #include "lex.h"
 
-#define __KP_TK_TEXT(name, text)	[TK_##name] = text,
+#define __KP_TK_TEXT(name, text)					\
+	[TK_##name] = text,
 const char *const kp_tkname[TK__COUNT] = {
 	KP_TOKENS(__KP_TK_TEXT)
 };
@@ -164,15 +165,35 @@ static void lx_string(struct kp_lexer *L)
 			continue;	/* reported as unterminated */
 		c = *L->p++;
 		switch (c) {
-		case 'n': lx_addc(L, '\n'); break;
-		case 't': lx_addc(L, '\t'); break;
-		case 'r': lx_addc(L, '\r'); break;
-		case 'a': lx_addc(L, '\a'); break;
-		case 'b': lx_addc(L, '\b'); break;
-		case 'f': lx_addc(L, '\f'); break;
-		case 'v': lx_addc(L, '\v'); break;
-		case 'e': lx_addc(L, 033); break;
-		case '\\': case '"': case '\'': lx_addc(L, c); break;
+		case 'n':
+			lx_addc(L, '\n');
+			break;
+		case 't':
+			lx_addc(L, '\t');
+			break;
+		case 'r':
+			lx_addc(L, '\r');
+			break;
+		case 'a':
+			lx_addc(L, '\a');
+			break;
+		case 'b':
+			lx_addc(L, '\b');
+			break;
+		case 'f':
+			lx_addc(L, '\f');
+			break;
+		case 'v':
+			lx_addc(L, '\v');
+			break;
+		case 'e':
+			lx_addc(L, 033);
+			break;
+		case '\\':
+		case '"':
+		case '\'':
+			lx_addc(L, c);
+			break;
 		case '\n':
 			lx_addc(L, '\n');
 			lx_newline(L);
@@ -256,7 +277,7 @@ static void lx_number(struct kp_lexer *L)
 		L->p++;
 	}
 	if ((base == 16 && L->p == start + 2) ||
-	    (L->p < L->end && (lx_isname(*L->p) || *L->p == '.' ) &&
+	    (L->p < L->end && (lx_isname(*L->p) || *L->p == '.') &&
 	     !(*L->p == '.' && L->p + 1 < L->end && L->p[1] == '.'))) {
 		while (L->p < L->end && (lx_isname(*L->p) || *L->p == '.'))
 			L->p++;

@@ -1044,7 +1044,8 @@ static enum kp_binop getbinopr(struct kp_parser *P)
 	case TK_PLUS: return OPR_ADD;
 	case TK_MINUS: return OPR_SUB;
 	case TK_STAR: return OPR_MUL;
-	case TK_SLASH: return P->no_slash ? OPR_NOBINOPR : OPR_DIV;
+	case TK_SLASH:
+		return P->no_slash ? OPR_NOBINOPR : OPR_DIV;
 	case TK_PERCENT: return OPR_MOD;
 	case TK_CONCAT: return OPR_CONCAT;
 	case TK_EQ: return OPR_EQ;
@@ -1583,12 +1584,24 @@ static void compound(struct kp_parser *P, struct kp_exp *v, int tt)
 
 	next(P);
 	switch (tt) {
-	case TK_ADD_EQ: op = OPR_ADD; break;
-	case TK_SUB_EQ: op = OPR_SUB; break;
-	case TK_MUL_EQ: op = OPR_MUL; break;
-	case TK_DIV_EQ: op = OPR_DIV; break;
-	case TK_MOD_EQ: op = OPR_MOD; break;
-	default: op = OPR_CONCAT; break;
+	case TK_ADD_EQ:
+		op = OPR_ADD;
+		break;
+	case TK_SUB_EQ:
+		op = OPR_SUB;
+		break;
+	case TK_MUL_EQ:
+		op = OPR_MUL;
+		break;
+	case TK_DIV_EQ:
+		op = OPR_DIV;
+		break;
+	case TK_MOD_EQ:
+		op = OPR_MOD;
+		break;
+	default:
+		op = OPR_CONCAT;
+		break;
 	}
 	if (v->k == VINDEXED && (op == OPR_ADD || op == OPR_SUB)) {
 		int key = v->u.ind.key;

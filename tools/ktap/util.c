@@ -8,7 +8,8 @@
 #include <string.h>
 #include "kp.h"
 
-#define __KP_ERR_TEXT(name, text)	[KP_E_##name] = text,
+#define __KP_ERR_TEXT(name, text)					\
+	[KP_E_##name] = text,
 const char *const kp_errmsg[KP_E__COUNT] = {
 	KP_ERRORS(__KP_ERR_TEXT)
 };

@@ -126,11 +126,21 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 				int ok;
 
 				switch (vinfo[op].kind[o]) {
-				case KTAP_OPK_NONE: ok = !x; break;
-				case KTAP_OPK_REG: ok = x < p[i].nregs; break;
-				case KTAP_OPK_REG4: ok = x + 3 < p[i].nregs; break;
-				case KTAP_OPK_RCNT: ok = v[0] + x < p[i].nregs; break;
-				case KTAP_OPK_K: ok = x < h->consts.count; break;
+				case KTAP_OPK_NONE:
+					ok = !x;
+					break;
+				case KTAP_OPK_REG:
+					ok = x < p[i].nregs;
+					break;
+				case KTAP_OPK_REG4:
+					ok = x + 3 < p[i].nregs;
+					break;
+				case KTAP_OPK_RCNT:
+					ok = v[0] + x < p[i].nregs;
+					break;
+				case KTAP_OPK_K:
+					ok = x < h->consts.count;
+					break;
 				case KTAP_OPK_KINT:
 					ok = x < h->consts.count &&
 					     k[x].type == KTAP_BC_CONST_INT;
@@ -139,8 +149,12 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 					ok = x < h->consts.count &&
 					     k[x].type == KTAP_BC_CONST_STR;
 					break;
-				case KTAP_OPK_UPV: ok = x < p[i].nupvals; break;
-				case KTAP_OPK_GLOBAL: ok = x < h->nglobals; break;
+				case KTAP_OPK_UPV:
+					ok = x < p[i].nupvals;
+					break;
+				case KTAP_OPK_GLOBAL:
+					ok = x < h->nglobals;
+					break;
 				case KTAP_OPK_PROTO:
 					ok = x < h->protos.count && p[x].parent == i;
 					break;
@@ -148,14 +162,19 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 					ok = (int64_t)pc + 1 + x >= 0 &&
 					     (int64_t)pc + 1 + x < p[i].ncode;
 					break;
-				case KTAP_OPK_BOOL: ok = x <= 1; break;
+				case KTAP_OPK_BOOL:
+					ok = x <= 1;
+					break;
 				case KTAP_OPK_BUILTIN:
 					ok = x < KTAP_BI__COUNT &&
 					     KTAP_B(insn) >= vbi[x].min &&
 					     KTAP_B(insn) <= vbi[x].max;
 					break;
-				case KTAP_OPK_PROBE: ok = x < h->probes.count; break;
-				default: ok = 1;
+				case KTAP_OPK_PROBE:
+					ok = x < h->probes.count;
+					break;
+				default:
+					ok = 1;
 				}
 				if (!ok)
 					FAIL("proto %u insn %u: operand %d", i, pc, o);
