@@ -31,7 +31,7 @@ const char *kp_tracefs(struct kp_state *S)
 
 	if (S && S->tracefs && *S->tracefs)
 		return S->tracefs;
-	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(roots); i++) {
 		snprintf(path, sizeof(path), "%s/events", roots[i]);
 		if (!access(path, X_OK))
 			return roots[i];

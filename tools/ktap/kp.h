@@ -24,6 +24,10 @@
 
 #define KP_VERSION		"0.5"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+#endif
+
 /* Limits of the compiler, checked before the kernel's. */
 #define KP_MAX_SOURCE		(1 << 20)	/* script bytes */
 #define KP_MAX_STRING		4096		/* KTAP_STR_MAX of the VM */

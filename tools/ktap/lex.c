@@ -407,12 +407,12 @@ void kp_lex(struct kp_state *S)
 			n = (size_t)(L.p - start);
 			if (lx_period(&L, start, n))
 				continue;
-			for (i = 0; i < sizeof(kp_keywords) / sizeof(kp_keywords[0]); i++) {
+			for (i = 0; i < ARRAY_SIZE(kp_keywords); i++) {
 				if (strlen(kp_keywords[i].w) == n &&
 				    !memcmp(kp_keywords[i].w, start, n))
 					break;
 			}
-			if (i < sizeof(kp_keywords) / sizeof(kp_keywords[0])) {
+			if (i < ARRAY_SIZE(kp_keywords)) {
 				lx_push(&L, kp_keywords[i].t, start);
 				if (kp_keywords[i].t == TK_TRACE)
 					lx_eventdef(&L);
@@ -436,14 +436,14 @@ void kp_lex(struct kp_state *S)
 			lx_string(&L);
 			continue;
 		}
-		for (i = 0; i < sizeof(kp_ops) / sizeof(kp_ops[0]); i++) {
+		for (i = 0; i < ARRAY_SIZE(kp_ops); i++) {
 			size_t n = strlen(kp_ops[i].op);
 
 			if ((size_t)(L.end - L.p) >= n &&
 			    !memcmp(L.p, kp_ops[i].op, n))
 				break;
 		}
-		if (i < sizeof(kp_ops) / sizeof(kp_ops[0])) {
+		if (i < ARRAY_SIZE(kp_ops)) {
 			L.p += strlen(kp_ops[i].op);
 			lx_push(&L, kp_ops[i].t, start);
 			continue;

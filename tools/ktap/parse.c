@@ -45,7 +45,7 @@ static const struct kp_bi {
 };
 #undef __KP_BI
 
-#define NBI	((int)(sizeof(kp_bi) / sizeof(kp_bi[0])))
+#define NBI	((int)ARRAY_SIZE(kp_bi))
 
 /* Builtins that are not values when written bare (side effects). */
 static const char *const kp_not_bare[] = {
@@ -71,7 +71,7 @@ static int bare_ok(const struct kp_bi *b)
 
 	if (b->min)
 		return 0;
-	for (i = 0; i < sizeof(kp_not_bare) / sizeof(kp_not_bare[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(kp_not_bare); i++)
 		if (!strcmp(kp_not_bare[i], b->name))
 			return 0;
 	return 1;
@@ -81,7 +81,7 @@ static int is_lib(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(kp_libs) / sizeof(kp_libs[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(kp_libs); i++)
 		if (!strcmp(kp_libs[i], name))
 			return 1;
 	return 0;
@@ -693,7 +693,7 @@ static void ansi_call(struct kp_parser *P, const char *member,
 	int n = 0, bad = 0;
 	size_t i;
 
-	for (i = 0; i < sizeof(kp_ansi) / sizeof(kp_ansi[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(kp_ansi); i++)
 		if (!strcmp(kp_ansi[i].name, member))
 			break;
 	checknext(P, TK_LPAREN);
@@ -777,7 +777,7 @@ static void libcall(struct kp_parser *P, struct kp_exp *e)
 		}
 		kp_suggest(sug, sizeof(sug), member, "probe");
 	} else if (!strcmp(lib, "timer")) {
-		for (i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(timers); i++)
 			if (!strcmp(member, timers[i].name)) {
 				attach_call(P, kp_strndup(&P->S->arena, what,
 							  strlen(what)),
@@ -788,7 +788,7 @@ static void libcall(struct kp_parser *P, struct kp_exp *e)
 			}
 		sug[0] = '\0';
 	} else {
-		for (i = 0; i < sizeof(kp_ansi) / sizeof(kp_ansi[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(kp_ansi); i++)
 			if (!strcmp(member, kp_ansi[i].name)) {
 				P->special = 0;
 				ansi_call(P, member, mt, e);
