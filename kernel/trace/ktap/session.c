@@ -595,7 +595,8 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	st.size = sizeof(st);
 	st.state = ktap_state(sess);
 	st.hits = vst.hits;
-	st.drops = atomic_long_read(&sess->drops);
+	/* Lost output and handler runs abandoned on a busy table in NMI. */
+	st.drops = atomic_long_read(&sess->drops) + vst.drops;
 	st.recursion = vst.recursion;
 	st.errors = vst.errors;
 	st.mem_used = vst.mem_used;
