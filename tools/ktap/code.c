@@ -595,17 +595,11 @@ void kp_indexed(struct kp_state *S, struct kp_fstate *fs, struct kp_exp *t,
 
 /*
  * Emit a jump taken when the truth of register @reg equals @cond and
- * return it. "Jump if false" is TEST reg 0; JMP. "Jump if true" is
- * emitted as TEST reg 0; JMP +1; JMP, which runs as many instructions
- * on either path as TEST reg 1; JMP: the VM of 6.12.118-ktap (as of
- * this writing) mis-evaluates TEST with C=1 on integer values, and this
- * form only relies on C=0.
+ * return it: TEST reg cond skips the jump when the truth differs.
  */
 int kp_jumpif(struct kp_state *S, struct kp_fstate *fs, int reg, int cond)
 {
-	kp_code_abc(S, fs, KTAP_OP_TEST, reg, 0, 0);
-	if (cond)
-		kp_code_asbx(S, fs, KTAP_OP_JMP, 0, 1);
+	kp_code_abc(S, fs, KTAP_OP_TEST, reg, 0, cond);
 	return kp_jump(S, fs);
 }
 
