@@ -20,7 +20,10 @@ int main(int argc, char **argv)
 	size_t len;
 	FILE *f;
 
-	if (argc < 2 || !(f = fopen(argv[1], "r")))
+	if (argc < 2)
+		return 1;
+	f = fopen(argv[1], "r");
+	if (!f)
 		return 1;
 	len = fread(src, 1, KP_MAX_SOURCE, f);
 	fclose(f);
