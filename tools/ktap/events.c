@@ -337,25 +337,24 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 /* ---- kernel functions ---- */
 
 /*
- * Call @fn for every kernel function name, from tracefs
- * available_filter_functions, else from kallsyms (text symbols).
- * Returns 0 when neither list is readable. The names are NUL-terminated
- * in place in a buffer that lives in the arena.
+ * Call @fn for every name in one list: tracefs available_filter_functions
+ * (one name per line, maybe followed by a module) or kallsyms (text
+ * symbols only). Returns 0 when the list is unreadable or empty. The names
+ * are NUL-terminated in place in a buffer that lives in the arena.
  */
-static int walk_kernel_functions(struct kp_state *S,
-				 void (*fn)(void *arg, char *name),
-				 void *arg)
+static int walk_function_list(struct kp_state *S, int kallsyms,
+			      void (*fn)(void *arg, char *name), void *arg)
 {
-	const char *ks = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
 	char path[1024], *text, *p, *nl;
-	int kallsyms = 0;
 
-	snprintf(path, sizeof(path), "%s/available_filter_functions",
-		 kp_tracefs(S));
-	text = read_file(&S->arena, path, 64 << 20);
-	if (!text || !*text) {
-		text = read_file(&S->arena, ks, 256 << 20);
-		kallsyms = 1;
+	if (kallsyms) {
+		snprintf(path, sizeof(path), "%s",
+			 S->kallsyms ? S->kallsyms : "/proc/kallsyms");
+		text = read_file(&S->arena, path, 256 << 20);
+	} else {
+		snprintf(path, sizeof(path), "%s/available_filter_functions",
+			 kp_tracefs(S));
+		text = read_file(&S->arena, path, 64 << 20);
 	}
 	if (!text || !*text)
 		return 0;
@@ -381,6 +380,18 @@ static int walk_kernel_functions(struct kp_state *S,
 		fn(arg, name);
 	}
 	return 1;
+}
+
+/*
+ * Every kernel function name: available_filter_functions, else kallsyms.
+ * Returns 0 when neither list is readable.
+ */
+static int walk_kernel_functions(struct kp_state *S,
+				 void (*fn)(void *arg, char *name),
+				 void *arg)
+{
+	return walk_function_list(S, 0, fn, arg) ||
+	       walk_function_list(S, 1, fn, arg);
 }
 
 struct kp_funcmatch {
@@ -448,11 +459,64 @@ static uint32_t kp_add_kprobe(struct kp_state *S, const char *spec,
 	return kp_probe_add(S, &p);
 }
 
+/*
+ * Is @sym a kernel function a kprobe can name? Functions ftrace cannot
+ * trace (the syscall wrappers __x64_sys_*, for one) are missing from
+ * available_filter_functions yet kprobe fine, so kallsyms is asked too.
+ * With neither list readable, the kernel decides at attach time. Reports
+ * an unknown name, with the closest one, at @line:@col.
+ */
+static int kfunc_check(struct kp_state *S, const char *sym, uint32_t line,
+		       uint32_t col)
+{
+	struct kp_funcmatch m = { 0 };
+	char sug[600];
+	int lists;
+
+	m.arena = &S->arena;
+	m.pattern = sym;
+	m.bd = 1000;
+	lists = walk_function_list(S, 0, func_match, &m);
+	if (m.hit)
+		return 1;
+	lists += walk_function_list(S, 1, func_match, &m);
+	if (m.hit || !lists)
+		return 1;
+	m.suggest = 1;
+	walk_kernel_functions(S, func_match, &m);
+	kp_suggest(sug, sizeof(sug), sym, m.best);
+	kp_error(S, line, col, KP_E_UNKNOWN_FUNC, sym, sug);
+	return 0;
+}
+
+/**
+ * kp_check_kfuncs - check the kprobe targets left to the kernel
+ * @S: a compilation with kfunc_defer set
+ *
+ * Reading the kernel's function lists costs most of the start-up of a
+ * script with a kprobe, so a run leaves exact names to register_kprobe().
+ * When attaching failed, this says which name was wrong, where, and what
+ * the closest existing one is.
+ *
+ * Return: the number of unknown function names reported.
+ */
+int kp_check_kfuncs(struct kp_state *S)
+{
+	int before = S->nerrors;
+	uint32_t i;
+
+	for (i = 0; i < S->nkfuncs; i++)
+		kfunc_check(S, S->kfuncs[i].sym, S->kfuncs[i].line,
+			    S->kfuncs[i].col);
+	kp_flush_errors(S);
+	return S->nerrors - before;
+}
+
 static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 			       const char *rest, uint32_t line, uint32_t col,
 			       uint32_t *first)
 {
-	char sym[256], sug[600];
+	char sym[256];
 	const char *end = rest;
 	struct kp_funcmatch m = { 0 };
 	uint64_t off = 0;
@@ -504,32 +568,33 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 			 "expected a kernel function name");
 		return 0;
 	}
-	m.arena = &S->arena;
-	m.pattern = sym;
-	m.glob = has_glob(sym);
-	m.bd = 1000;
-	if (!walk_kernel_functions(S, func_match, &m)) {
-		if (m.glob) {
-			char path[600];
+	if (!has_glob(sym)) {
+		if (S->kfunc_defer) {
+			struct kp_kfunc *k;
 
-			snprintf(path, sizeof(path),
-				 "%s/available_filter_functions", kp_tracefs(S));
-			kp_error(S, line, col, KP_E_NO_TRACEFS, path,
-				 "needed to expand the wildcard");
-			return 0;
-		}
-		m.hit = 1;	/* nothing to check against: the kernel will */
-	}
-	if (!m.glob) {
-		if (!m.hit) {
-			m.suggest = 1;
-			walk_kernel_functions(S, func_match, &m);
-			kp_suggest(sug, sizeof(sug), sym, m.best);
-			kp_error(S, line, col, KP_E_UNKNOWN_FUNC, sym, sug);
+			kp_grow(&S->arena, (void **)&S->kfuncs, &S->kfunccap,
+				S->nkfuncs + 1, sizeof(*S->kfuncs));
+			k = &S->kfuncs[S->nkfuncs++];
+			k->sym = kp_strndup(&S->arena, sym, strlen(sym));
+			k->line = line;
+			k->col = col;
+		} else if (!kfunc_check(S, sym, line, col)) {
 			return 0;
 		}
 		*first = kp_add_kprobe(S, spec, sym, off, ret);
 		return 1;
+	}
+	m.arena = &S->arena;
+	m.pattern = sym;
+	m.glob = 1;
+	if (!walk_kernel_functions(S, func_match, &m)) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/available_filter_functions",
+			 kp_tracefs(S));
+		kp_error(S, line, col, KP_E_NO_TRACEFS, path,
+			 "needed to expand the wildcard");
+		return 0;
 	}
 	if (!m.found.n) {
 		kp_error(S, line, col, KP_E_NO_MATCH, sym);

@@ -45,6 +45,8 @@ const char *kp_tracefs(struct kp_state *S);
 
 /* ktap -le [GLOB]: print matching SYSTEM:EVENT names. */
 int kp_events_list(const char *glob);
+/* Report the deferred kprobe targets that name no kernel function. */
+int kp_check_kfuncs(struct kp_state *S);
 /* ktap -lf DSO: print function symbols of an ELF binary. */
 int kp_elf_list(const char *path);
 /* ktap -lm DSO: print the SDT markers (.note.stapsdt) of a binary. */

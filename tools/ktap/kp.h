@@ -157,6 +157,16 @@ struct kp_state {
 
 	/* the image being built (code.c) */
 	struct kp_image	*img;
+
+	/* exact kprobe targets left to the kernel to check (events.c) */
+	int		kfunc_defer;
+	struct kp_kfunc	*kfuncs;
+	uint32_t	nkfuncs, kfunccap;
+};
+
+struct kp_kfunc {
+	const char	*sym;
+	uint32_t	line, col;
 };
 
 void kp_state_init(struct kp_state *S, const char *file, const char *src,

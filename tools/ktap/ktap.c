@@ -217,9 +217,10 @@ static pid_t spawn(char **cmd, int *release)
 	return pid;
 }
 
-static int run(const struct opts *o, const void *img, uint32_t len,
-	       uint32_t nprobes)
+static int run(const struct opts *o, struct kp_state *S, const void *img,
+	       uint32_t len)
 {
+	uint32_t nprobes = S->img->nprobes;
 	struct ktap_load_attr attr;
 	struct ktap_stats st;
 	struct sigaction sa;
@@ -279,7 +280,12 @@ static int run(const struct opts *o, const void *img, uint32_t len,
 		goto out;
 	}
 	if (ioctl(fd, KTAP_IOC_START)) {
-		fprintf(stderr, "ktap: KTAP_IOC_START: %s\n", strerror(errno));
+		int err = errno;
+
+		/* a kprobe target the kernel did not know: say where */
+		if ((err != ENOENT && err != EINVAL) || !kp_check_kfuncs(S))
+			fprintf(stderr, "ktap: KTAP_IOC_START: %s\n",
+				strerror(err));
 		rc = 1;
 		/* the session output says why; drain it after STOP */
 	}
@@ -468,6 +474,8 @@ int main(int argc, char **argv)
 	}
 	kp_state_init(&S, o.file ? o.file : "<command line>",
 		      o.file ? src : o.src, len, stderr);
+	/* the kernel checks kprobe targets; reading its lists costs ms */
+	S.kfunc_defer = !o.bytecode;
 	S.args = o.args;
 	S.nargs = o.nargs > KP_MAX_ARGS ? KP_MAX_ARGS : o.nargs;
 	rc = kp_compile(&S) ? 1 : 0;
@@ -501,7 +509,7 @@ int main(int argc, char **argv)
 				fclose(out);
 		}
 	} else {
-		rc = run(&o, img, imglen, S.img->nprobes);
+		rc = run(&o, &S, img, imglen);
 	}
 	free(img);
 	kp_state_free(&S);

@@ -152,6 +152,11 @@ if [ ! -e /sys/kernel/tracing/ktap/control ]; then
 	check "running without the kernel side fails cleanly" sh -c \
 		"! '$KTAP' -e 'print(1)' 2> '$OUT/nokernel' && grep -q 'ktap: cannot open /sys/kernel/tracing/ktap/control' '$OUT/nokernel'"
 fi
+check "-b accepts a kprobe on a kallsyms function ftrace does not list" sh -c \
+	"printf 'ffffffff81001000 T __x64_sys_getppid\\n' > '$OUT/kallsyms' &&
+	 KTAP_KALLSYMS='$OUT/kallsyms' '$KTAP' -b -e 'trace probe:__x64_sys_getppid {}' |
+	 grep -q 'kprobe .* target \"__x64_sys_getppid\"' &&
+	 ! KTAP_KALLSYMS='$OUT/kallsyms' '$KTAP' -b -e 'trace probe:__x64_sys_getppidd {}' 2>/dev/null"
 check "several errors are reported in one run, sorted" sh -c \
 	"printf 'x = (1\ny = \$\nprint(zzz)\n' > '$OUT/multi.kp';
 	 '$KTAP' -b '$OUT/multi.kp' 2>&1 | grep ': error:' | cut -d: -f2 | tr '\n' ' ' | grep -qx '2 2 3 '"
