@@ -223,7 +223,6 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	uint32_t nprobes = S->img->nprobes;
 	struct ktap_load_attr attr;
 	struct ktap_stats st;
-	struct sigaction sa;
 	char log[4096], buf[65536];
 	FILE *out = stdout;
 	int fd, release = -1, stopped = 0, bol = 1, rc = 0;
@@ -245,11 +244,6 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 			return 1;
 		}
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
 	if (o->cmd) {
 		child = spawn(o->cmd, &release);
 		if (child < 0) {
@@ -471,6 +465,19 @@ int main(int argc, char **argv)
 			return 1;
 	} else {
 		len = (uint32_t)strlen(o.src);
+	}
+	if (!o.bytecode) {
+		struct sigaction sa;
+
+		/*
+		 * From here on Ctrl-C ends the session cleanly, end handlers
+		 * included, even when it arrives while the script compiles.
+		 */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGCHLD, &sa, NULL);
 	}
 	kp_state_init(&S, o.file ? o.file : "<command line>",
 		      o.file ? src : o.src, len, stderr);
