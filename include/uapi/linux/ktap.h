@@ -232,7 +232,9 @@ enum ktap_opcode {
 	X(argstr,		0, 0, KTAP_BF_EVENT)				\
 	X(argn,			1, 1, KTAP_BF_EVENT)				\
 	X(tostring,		1, 1, 0)					\
-	X(tonumber,		1, 1, 0)
+	X(tonumber,		1, 1, 0)					\
+	X(log2,			1, 1, 0)					\
+	X(print_log2hist,	1, 1, 0)
 
 #define __KTAP_BUILTIN_ENUM(name, min, max, flags)	KTAP_BI_##name,
 enum ktap_builtin {

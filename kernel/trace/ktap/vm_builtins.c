@@ -12,6 +12,7 @@
  */
 #include <linux/cred.h>
 #include <linux/ktime.h>
+#include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
@@ -596,6 +597,96 @@ static int ktap_bi_print_hist(struct ktap_exec *x, struct ktap_value *ret,
 			      struct ktap_value *args, u32 nargs)
 {
 	return ktap_histogram(x, args, nargs, "print_hist");
+}
+
+/*
+ * log2(n): the power-of-two bucket of n, floor(log2(n)) for n >= 1, and
+ * -1 for every n <= 0. t[log2(v)] += 1 builds a histogram of v that
+ * print_log2hist(t) prints.
+ */
+static int ktap_bi_log2(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	if (args[0].type != KTAP_TINT)
+		return ktap_bad_arg(x, 1, "log2", "number", &args[0]);
+	ktap_value_int(ret, args[0].i > 0 ? ilog2((u64)args[0].i) : -1);
+	return 0;
+}
+
+/* The count of bucket @b of a log2 histogram table: 0 when absent. */
+static u64 ktap_log2_bucket(const struct ktap_iter *it, s64 b)
+{
+	const struct ktap_value *val;
+	u32 r;
+
+	for (r = 0; r < it->n; r++) {
+		if (it->e[r].key.type != KTAP_TINT || it->e[r].key.i != b)
+			continue;
+		val = &it->e[r].val;
+		if (val->type == KTAP_TINT)
+			return val->i > 0 ? val->i : 0;
+		if (val->type == KTAP_TSTAT)
+			return ((struct ktap_stat *)val->p)->count;
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * print_log2hist(t): t maps log2() buckets to counts. Every bucket from
+ * the lowest to the highest present is printed, empty ones included, as
+ * DTrace's quantize() does, labelled with its lower bound:
+ *
+ *            value ------------- Distribution ------------- count
+ *             <= 0 |                                         0
+ *                1 |@@@@@@@@@@@@@@@@@@@@                     12
+ *                2 |@@@@@@@@@@@@@@@@@@@@                     12
+ *
+ * Keys that are not bucket numbers (-1 .. 62) are ignored.
+ */
+static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
+				  struct ktap_value *args, u32 nargs)
+{
+	char bar[KTAP_HIST_WIDTH + 1], label[24];
+	s64 lo = S64_MAX, hi = S64_MIN, b;
+	struct ktap_iter *it;
+	u64 total = 0, v, w;
+	struct seq_buf s;
+	u32 r;
+	int err;
+
+	it = ktap_iter_of(x, &args[0], "print_log2hist", &err);
+	if (!it)
+		return err;
+	for (r = 0; r < it->n; r++) {
+		const struct ktap_value *key = &it->e[r].key;
+
+		if (key->type != KTAP_TINT || key->i < -1 || key->i > 62)
+			continue;
+		lo = min(lo, key->i);
+		hi = max(hi, key->i);
+		total += ktap_log2_bucket(it, key->i);
+	}
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	seq_buf_printf(&s, "%17s ------------- Distribution ------------- count\n",
+		       "value");
+	ktap_flush(x, &s, '\n');
+	for (b = lo; b <= hi; b++) {
+		v = ktap_log2_bucket(it, b);
+		w = total ? div64_u64(v > U64_MAX / KTAP_HIST_WIDTH ?
+				      U64_MAX : v * KTAP_HIST_WIDTH, total) : 0;
+		w = min_t(u64, w, KTAP_HIST_WIDTH);
+		memset(bar, '@', w);
+		bar[w] = '\0';
+		if (b < 0)
+			strscpy(label, "<= 0", sizeof(label));
+		else
+			snprintf(label, sizeof(label), "%llu", 1ULL << b);
+		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+		seq_buf_printf(&s, "%18s |%-40s %llu\n", label, bar, v);
+		ktap_flush(x, &s, '\n');
+	}
+	return 0;
 }
 
 static int ktap_bi_ptable(struct ktap_exec *x, struct ktap_value *ret,

@@ -1070,6 +1070,28 @@ static void p_convert(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
+static void p_log2(struct tb *tb)
+{
+	static const s16 in[] = { 0, 1, 5, 4096, -3 }, vals[] = { 1, 5, 6, 40 };
+	u32 k;
+
+	for (k = 0; k < ARRAY_SIZE(in); k++) {
+		tb_emit(tb, IBX(LOADI, 2, in[k]));
+		tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_log2));
+		tb_print(tb, 1);
+	}
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(LOADI, 3, 1));
+	for (k = 0; k < ARRAY_SIZE(vals); k++) {
+		tb_emit(tb, IBX(LOADI, 2, vals[k]));
+		tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_log2));
+		tb_emit(tb, I(INCTABLE, 0, 1, 3));	/* t[log2(v)] += 1 */
+	}
+	tb_emit(tb, I(MOVE, 2, 0, 0));
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_print_log2hist));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
 static const struct prog_case prog_cases[] = {
 	{ "arith", p_arith, "5\n9\n-14\n-3\n1\n-7\n" },
 	{ "arith K", p_arithk, "-13\n-7\n30\n3\n-1\n" },
@@ -1089,6 +1111,19 @@ static const struct prog_case prog_cases[] = {
 	{ "call with arguments", p_call, "7\n" },
 	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
 	{ "tostring tonumber print", p_convert, "12x\n16\nnil\n7\tb\ttrue\n" },
+	{ "log2 and print_log2hist", p_log2,
+	  "-1\n"
+	  "0\n"
+	  "2\n"
+	  "12\n"
+	  "-1\n"
+	  "            value ------------- Distribution ------------- count\n"
+	  "                 1 |@@@@@@@@@@                               1\n"
+	  "                 2 |                                         0\n"
+	  "                 4 |@@@@@@@@@@@@@@@@@@@@                     2\n"
+	  "                 8 |                                         0\n"
+	  "                16 |                                         0\n"
+	  "                32 |@@@@@@@@@@                               1\n" },
 };
 
 static void prog_desc(const struct prog_case *c, char *desc)
