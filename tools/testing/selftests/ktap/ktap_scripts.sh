@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 12
+ktap_set_plan 13
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -259,6 +259,30 @@ if [ $rc = 0 ] && grep -qP '^getppid\s+sh$' "$T/ppid.out"; then
 else
 	sed 's/^/# /' "$T/ppid.out" | head -5
 	ktap_test_fail "kprobe on __x64_sys_getppid of a traced command (rc $rc)"
+fi
+
+# 13. a log2 histogram of a field: dd asks read() for 64 KiB five times
+# (its other reads, of the loader and locale, are smaller)
+cat > "$T/log2.kp" <<'EOF'
+var sizes = {}
+trace syscalls:sys_enter_read {
+	sizes[log2(arg3)] += 1
+}
+trace_end {
+	print_log2hist(sizes)
+}
+EOF
+timeout 120 "$KTAP" -q "$T/log2.kp" -- dd if=/dev/zero of=/dev/null bs=65536 count=5 \
+	> "$T/log2.out" 2>&1
+rc=$?
+if [ $rc = 0 ] &&
+   grep -qE '^ +value -+ Distribution -+ count$' "$T/log2.out" &&
+   grep -qE '^ +65536 \|@+ +5$' "$T/log2.out" &&
+   ! grep -qE '^ +131072 ' "$T/log2.out"; then
+	ktap_test_pass "log2 histogram of read() sizes: $(grep -E '^ +65536 ' "$T/log2.out" | tr -s ' ')"
+else
+	sed 's/^/# /' "$T/log2.out" | head -20
+	ktap_test_fail "log2 histogram of read() sizes (rc $rc)"
 fi
 
 ktap_finished
