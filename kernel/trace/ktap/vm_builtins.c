@@ -507,6 +507,17 @@ static int ktap_bi_inplace_inc(struct ktap_exec *x, struct ktap_value *ret,
 	return err ? ktap_obj_error(x, err) : 0;
 }
 
+/* Fill @bar with @v's share of @total as at most KTAP_HIST_WIDTH '@'. */
+static void ktap_bar(char bar[KTAP_HIST_WIDTH + 1], u64 v, u64 total)
+{
+	u64 w = total ? div64_u64(v > U64_MAX / KTAP_HIST_WIDTH ?
+				  U64_MAX : v * KTAP_HIST_WIDTH, total) : 0;
+
+	w = min_t(u64, w, KTAP_HIST_WIDTH);
+	memset(bar, '@', w);
+	bar[w] = '\0';
+}
+
 /*
  * The DTrace-style chart of the original ktap:
  *
@@ -524,7 +535,7 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 	char bar[KTAP_HIST_WIDTH + 1];
 	struct ktap_iter *it;
 	struct seq_buf s, key;
-	u64 total = 0, v, w;
+	u64 total = 0, v;
 	int err;
 
 	if (nargs > 1) {
@@ -569,11 +580,7 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 			v = ((struct ktap_stat *)val->p)->count;
 		else
 			continue;
-		w = total ? div64_u64(v > U64_MAX / KTAP_HIST_WIDTH ?
-				      U64_MAX : v * KTAP_HIST_WIDTH, total) : 0;
-		w = min_t(u64, w, KTAP_HIST_WIDTH);
-		memset(bar, '@', w);
-		bar[w] = '\0';
+		ktap_bar(bar, v, total);
 		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp) - 1);
 		err = ktap_tostring(x, &it->e[r].key, &key);
 		if (err)
@@ -650,7 +657,7 @@ static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
 	char bar[KTAP_HIST_WIDTH + 1], label[24];
 	s64 lo = S64_MAX, hi = S64_MIN, b;
 	struct ktap_iter *it;
-	u64 total = 0, v, w;
+	u64 total = 0, v;
 	struct seq_buf s;
 	u32 r;
 	int err;
@@ -673,11 +680,7 @@ static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
 	ktap_flush(x, &s, '\n');
 	for (b = lo; b <= hi; b++) {
 		v = ktap_log2_bucket(it, b);
-		w = total ? div64_u64(v > U64_MAX / KTAP_HIST_WIDTH ?
-				      U64_MAX : v * KTAP_HIST_WIDTH, total) : 0;
-		w = min_t(u64, w, KTAP_HIST_WIDTH);
-		memset(bar, '@', w);
-		bar[w] = '\0';
+		ktap_bar(bar, v, total);
 		if (b < 0)
 			strscpy(label, "<= 0", sizeof(label));
 		else
