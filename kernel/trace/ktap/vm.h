@@ -234,6 +234,12 @@ struct ktap_vm {
  * @main: running the main chunk (process context, preemptible)
  * @pc: code index of the instruction being run, for error lines
  * @open: open upvalues of this run, innermost frame first
+ * @budget: instructions left; the interpreter keeps it in a local and
+ *	stores it here around builtin calls, so that a closure a builtin
+ *	calls back (ktap_vm_call()) charges the same budget
+ * @top: while a builtin runs, the first stack slot above its caller's
+ *	frame, where ktap_vm_call() runs the closure
+ * @depth: while a builtin runs, the call depth of its caller
  */
 struct ktap_exec {
 	struct ktap_vm		*vm;
@@ -242,7 +248,14 @@ struct ktap_exec {
 	bool			main;
 	u32			pc;
 	struct ktap_upval	*open;
+	s64			budget;
+	struct ktap_value	*top;
+	u32			depth;
 };
+
+int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,
+		 const struct ktap_value *args, u32 nargs,
+		 struct ktap_value *ret);
 
 /*
  * Table and shared-slot lock. Outside NMI it spins with interrupts off

@@ -18,6 +18,7 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/seq_buf.h>
+#include <linux/sort.h>
 #include <linux/stacktrace.h>
 #include <linux/uaccess.h>
 #include <linux/utsname.h>
@@ -339,23 +340,64 @@ static int ktap_bi_pairs(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
+/* A sort_pairs() comparison function and the first error it raised. */
+struct ktap_sort_call {
+	struct ktap_exec	*x;
+	const struct ktap_value	*cmp;
+	int			err;
+};
+
+/* cmp(a, b) is true when a sorts before b, as for Lua's table.sort(). */
+static bool ktap_sort_before(struct ktap_sort_call *sc,
+			     const struct ktap_value *a,
+			     const struct ktap_value *b)
+{
+	struct ktap_value args[2] = { *a, *b }, r;
+
+	if (sc->err)
+		return false;
+	sc->err = ktap_vm_call(sc->x, sc->cmp, args, 2, &r);
+	return !sc->err && ktap_truthy(&r);
+}
+
+static int ktap_sort_cmp(const void *pa, const void *pb, const void *priv)
+{
+	struct ktap_sort_call *sc = (struct ktap_sort_call *)priv;
+	const struct ktap_pair *a = pa, *b = pb;
+
+	if (ktap_sort_before(sc, &a->val, &b->val))
+		return -1;
+	if (ktap_sort_before(sc, &b->val, &a->val))
+		return 1;
+	return 0;
+}
+
 /*
- * sort_pairs(t): by value, descending (statistics by count), ties by
- * key. A comparison closure is not supported yet: calling back into
- * the interpreter from lib/sort.c would need a re-entrant run.
+ * sort_pairs(t[, cmp]): by value, descending (statistics by count), ties
+ * by key; or by cmp(a, b) of the values, called back through the
+ * interpreter on the same instruction budget. lib/sort.c is a heapsort:
+ * no allocation, no recursion, O(n log n) calls whatever cmp returns.
  */
 static int ktap_bi_sort_pairs(struct ktap_exec *x, struct ktap_value *ret,
 			      struct ktap_value *args, u32 nargs)
 {
+	bool custom = nargs > 1 && args[1].type != KTAP_TNIL;
+	struct ktap_sort_call sc = { .x = x, .cmp = &args[1] };
 	struct ktap_iter *it;
 	int err;
 
-	if (nargs > 1 && args[1].type != KTAP_TNIL)
-		return ktap_rt_error(x, "sort_pairs: a comparison function is not supported");
+	if (custom && args[1].type != KTAP_TFUNC)
+		return ktap_bad_arg(x, 2, "sort_pairs", "function", &args[1]);
 	it = ktap_iter_of(x, &args[0], "sort_pairs", &err);
 	if (!it)
 		return err;
-	ktap_iter_sort(it);
+	if (custom) {
+		sort_r(it->e, it->n, sizeof(it->e[0]), ktap_sort_cmp, NULL, &sc);
+		if (sc.err)
+			return sc.err;
+	} else {
+		ktap_iter_sort(it);
+	}
 	ktap_set_obj(ret, KTAP_TITER, it);
 	return 0;
 }

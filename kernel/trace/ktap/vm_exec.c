@@ -16,6 +16,9 @@
  *    NMI), on the per-CPU register stack, with the session's budget.
  *    A per-CPU guard admits one run per CPU: a probe that fires while
  *    ktap runs on that CPU is counted in stats.recursion and skipped.
+ *  - ktap_vm_call(): a script function called back by a builtin
+ *    (sort_pairs() with a comparison), inside either run, on the stack
+ *    above the builtin's caller and on the run's budget.
  *
  * The budget is charged where control can go back, not per
  * instruction: entering a function costs its length, a backward jump
@@ -535,13 +538,20 @@ static noinline int ktap_forprep(struct ktap_exec *x, struct ktap_value *ra)
  * ktap_execute - run closure @cl (or the main chunk) to completion
  * @x: the run
  * @cl: closure to run, NULL for the main chunk (proto 0)
- * @arg: first argument (the event), or NULL
+ * @args: its arguments (a handler's is the event)
+ * @nargs: how many; parameters beyond them are nil
+ * @retp: where the value it returns goes, or NULL
+ *
+ * Starts at @x->top and call depth @x->depth (the bottom of the stack and
+ * 0, but for ktap_vm_call()) with @x->budget instructions, and leaves
+ * what is left of them there.
  *
  * Return: 0, KTAP_HALT after exit(), or a negative errno after a
  * runtime error (reported by the caller).
  */
 static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
-			const struct ktap_value *arg)
+			const struct ktap_value *args, u32 nargs,
+			struct ktap_value *retp)
 {
 #define __KTAP_LABEL(name, ...)	\
 	[KTAP_OP_##name] = &&op_##name,
@@ -551,20 +561,28 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 #undef __KTAP_LABEL
 	struct ktap_vm *vm = x->vm;
 	struct ktap_ctx *ctx = x->ctx;
-	struct ktap_value *base = ctx->stack, *stack_end = ctx->stack + KTAP_STACK_SLOTS;
-	u32 proto = cl ? cl->proto : 0, depth = 0, j, i;
+	struct ktap_value *stack = x->top ?: ctx->stack;
+	struct ktap_value *base = stack, *stack_end = ctx->stack + KTAP_STACK_SLOTS;
+	u32 proto = cl ? cl->proto : 0, depth0 = x->depth, depth = depth0, j, i;
 	const struct ktap_bc_proto *p = &vm->protos[proto];
 	const u32 *pc = vm->code + p->code_start;
-	s64 budget = x->main ? vm->main_budget : vm->insn_budget;
+	s64 budget = x->budget;
 	s64 check = x->main ? max_t(s64, budget - KTAP_MAIN_SLICE, 0) : 0;
 	struct ktap_value ret;
 	int err = 0;
 	bool cond;
 
+	ktap_set_nil(&ret);
+	/* a call back from a builtin (ktap_vm_call()) starts mid-stack */
+	if (unlikely(depth0 + 1 >= KTAP_MAX_CALL_DEPTH))
+		return ktap_rt_error(x, "call depth exceeded (%d)",
+				     KTAP_MAX_CALL_DEPTH);
+	if (unlikely(base + p->nregs > stack_end))
+		return ktap_rt_error(x, "stack overflow");
 	for (j = 0; j < p->nregs; j++)
 		ktap_set_nil(&base[j]);
-	if (arg && p->nparams)
-		base[0] = *arg;
+	for (j = 0; j < p->nparams && j < nargs; j++)
+		base[j] = args[j];
 	budget -= p->ncode;
 	if (unlikely(budget < check))
 		goto tick;
@@ -820,10 +838,14 @@ op_CALLB: {
 			goto fail;
 	}
 	x->pc = pc - 1 - vm->code;
+	x->budget = budget;
+	x->top = base + p->nregs;
+	x->depth = depth;
 	ktap_set_nil(&ret);
 	err = ktap_builtins[id](x, &ret, RA + 1, KTAP_B(i));
+	budget = x->budget;
 	if (unlikely(err))
-		goto fail;
+		goto out;	/* x->pc: this call, or a callback's error */
 	*RA = ret;
 	goto next;
 }
@@ -834,7 +856,7 @@ op_RETURN:
 	else
 		ktap_set_nil(&ret);
 	ktap_close_upvals(x, base);
-	if (!depth)
+	if (depth == depth0)
 		goto out;
 	depth--;
 	cl = ctx->frames[depth].cl;
@@ -944,7 +966,45 @@ fail_here:
 fail:
 	x->pc = pc - 1 - vm->code;
 out:
-	ktap_close_upvals(x, ctx->stack);
+	ktap_close_upvals(x, stack);
+	x->budget = budget;
+	if (retp)
+		*retp = ret;
+	return err;
+}
+
+/**
+ * ktap_vm_call - call a script function from a builtin
+ * @x: the run the builtin was called from
+ * @fn: the function (a KTAP_TFUNC value)
+ * @args: its arguments
+ * @nargs: how many
+ * @ret: where its return value goes
+ *
+ * Runs @fn to completion on the stack above the builtin's caller, one
+ * call level deeper, charging the run's instruction budget. Any context
+ * the run itself may be in.
+ *
+ * Return: 0, KTAP_HALT after exit(), or the runtime error (its message
+ * in the run's context, @x->pc at the failing instruction).
+ */
+int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,
+		 const struct ktap_value *args, u32 nargs,
+		 struct ktap_value *ret)
+{
+	struct ktap_value *top = x->top;
+	u32 depth = x->depth, pc = x->pc;
+	int err;
+
+	if (fn->type != KTAP_TFUNC)
+		return ktap_rt_error(x, "attempt to call a %s value",
+				     ktap_typename(fn->type));
+	x->depth = depth + 1;
+	err = ktap_execute(x, fn->p, args, nargs, ret);
+	x->top = top;
+	x->depth = depth;
+	if (!err)
+		x->pc = pc;
 	return err;
 }
 
@@ -966,7 +1026,8 @@ int ktap_vm_run_main(struct ktap_vm *vm)
 	x.ctx = vzalloc(sizeof(*x.ctx));
 	if (!x.ctx)
 		return -ENOMEM;
-	err = ktap_execute(&x, NULL, NULL);
+	x.budget = vm->main_budget;
+	err = ktap_execute(&x, NULL, NULL, 0, NULL);
 	if (err < 0)
 		ktap_report(&x, err);
 	vfree(x.ctx);
@@ -1005,7 +1066,8 @@ int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 	x.ctx->scratch_used = 0;
 	if (ev)
 		ktap_set_obj(&arg, KTAP_TEVENT, ev);
-	err = ktap_execute(&x, fn, ev ? &arg : NULL);
+	x.budget = vm->insn_budget;
+	err = ktap_execute(&x, fn, &arg, ev ? 1 : 0, NULL);
 	if (err < 0)
 		ktap_report(&x, err);
 	this_cpu_write(ktap_running, NULL);

@@ -989,6 +989,43 @@ static void p_pairs(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
+/* cmp(a, b) { return a < b }: ascending values, called back per compare */
+static void tb_cmp_less(struct tb *tb)
+{
+	tb_func(tb, 0, 2, 3);
+	tb_emit(tb, I(LT, 1, 0, 1));		/* a < b: take the JMP */
+	tb_emit(tb, IBX(JMP, 0, 2));
+	tb_emit(tb, I(LOADBOOL, 2, 0, 0));
+	tb_emit(tb, I(RETURN, 2, 1, 0));
+	tb_emit(tb, I(LOADBOOL, 2, 1, 0));
+	tb_emit(tb, I(RETURN, 2, 1, 0));
+}
+
+/* for (k, v in sort_pairs(t, cmp)) print(k, v), t = { 10, 20, x = 5 } */
+static void p_pairs_cmp(struct tb *tb)
+{
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(LOADI, 5, 1));
+	tb_emit(tb, IBX(LOADI, 6, 10));
+	tb_emit(tb, I(SETTABLE, 0, 5, 6));
+	tb_emit(tb, IBX(LOADI, 5, 2));
+	tb_emit(tb, IBX(LOADI, 6, 20));
+	tb_emit(tb, I(SETTABLE, 0, 5, 6));
+	tb_emit(tb, IBX(LOADK, 5, tb_kstr(tb, "x")));
+	tb_emit(tb, IBX(LOADI, 6, 5));
+	tb_emit(tb, I(SETTABLE, 0, 5, 6));
+	tb_emit(tb, I(MOVE, 2, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 3, 1));
+	tb_emit(tb, I(CALLB, 1, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, IBX(ITERNEXT, 1, 1));
+	tb_emit(tb, IBX(JMP, 0, 5));
+	tb_print(tb, 2);
+	tb_print(tb, 3);
+	tb_emit(tb, IBX(JMP, 0, -7));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_cmp_less(tb);
+}
+
 /* function counter() { n = n + 1; return n } over main's register 0 */
 static void p_closure(struct tb *tb)
 {
@@ -1107,6 +1144,8 @@ static const struct prog_case prog_cases[] = {
 	{ "tables", p_table, "one\n1\n6\n1\n3\n2\nnil\n" },
 	{ "numeric for", p_for, "55\n10\n7\n4\n1\n" },
 	{ "sort_pairs and iterate", p_pairs, "2\n20\n1\n10\nx\n5\n" },
+	{ "sort_pairs with a cmp function", p_pairs_cmp,
+	  "x\n5\n1\n10\n2\n20\n" },
 	{ "closure and upvalues", p_closure, "1\n2\n2\n" },
 	{ "call with arguments", p_call, "7\n" },
 	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
@@ -1244,13 +1283,28 @@ static void e_printf(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
+/* sort_pairs({ true, false }, cmp): cmp's compare fails, on cmp's line */
 static void e_sort_cmp(struct tb *tb)
 {
 	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
+	tb_emit(tb, IBX(LOADI, 3, 1));
+	tb_emit(tb, I(LOADBOOL, 4, 1, 0));
+	tb_emit(tb, I(SETTABLE, 1, 3, 4));
+	tb_emit(tb, IBX(LOADI, 3, 2));
+	tb_emit(tb, I(LOADBOOL, 4, 0, 0));
+	tb_emit(tb, I(SETTABLE, 1, 3, 4));
 	tb_emit(tb, IBX(CLOSURE, 2, 1));
 	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_sort_pairs));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
-	tb_func(tb, 0, 2, 2);
+	tb->line = 2;
+	tb_cmp_less(tb);
+}
+
+static void e_sort_notfn(struct tb *tb)
+{
+	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
+	tb_emit(tb, IBX(LOADI, 2, 3));
+	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_sort_pairs));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1269,8 +1323,10 @@ static const struct rterr_case rterr_cases[] = {
 	  "ktap: error: test.kp:1: probename() needs an event: not in the main chunk\n" },
 	{ "printf type", e_printf,
 	  "ktap: error: test.kp:1: bad argument #2 to 'printf' (number expected, got string)\n" },
-	{ "sort_pairs cmp", e_sort_cmp,
-	  "ktap: error: test.kp:1: sort_pairs: a comparison function is not supported\n" },
+	{ "sort_pairs cmp fails", e_sort_cmp,
+	  "ktap: error: test.kp:2: attempt to compare boolean with boolean\n" },
+	{ "sort_pairs cmp not a function", e_sort_notfn,
+	  "ktap: error: test.kp:1: bad argument #2 to 'sort_pairs' (function expected, got number)\n" },
 };
 
 static void rterr_desc(const struct rterr_case *c, char *desc)
