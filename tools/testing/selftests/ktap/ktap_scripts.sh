@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 13
+ktap_set_plan 15
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -283,6 +283,52 @@ if [ $rc = 0 ] &&
 else
 	sed 's/^/# /' "$T/log2.out" | head -20
 	ktap_test_fail "log2 histogram of read() sizes (rc $rc)"
+fi
+
+# 14. sort_pairs(t, cmp) calls the script's function back: in the main
+# chunk and in an end handler
+cat > "$T/sortcmp.kp" <<'EOF'
+var t = {}
+t["a"] = 3
+t["b"] = 1
+t["c"] = 2
+for (k, v in sort_pairs(t, function (x, y) { return x < y })) {
+	printf("%s=%d ", k, v)
+}
+print("")
+trace_end {
+	for (k, v in sort_pairs(t, function (x, y) { return x > y })) {
+		printf("%s=%d ", k, v)
+	}
+	print("")
+}
+exit()
+EOF
+out=$(timeout 60 "$KTAP" -q "$T/sortcmp.kp" 2>&1 | tr '\n' '|')
+if [ "$out" = "b=1 c=2 a=3 |a=3 c=2 b=1 |" ]; then
+	ktap_test_pass "sort_pairs(t, cmp) ascending in main, descending in trace_end"
+else
+	ktap_print_msg "got: $out"
+	ktap_test_fail "sort_pairs(t, cmp) ascending in main, descending in trace_end"
+fi
+
+# 15. a cmp that never returns runs on the handler's instruction budget
+cat > "$T/sortspin.kp" <<'EOF'
+var t = {}
+trace syscalls:sys_enter_close {
+	t[1] = 1
+	t[2] = 2
+	sort_pairs(t, function (a, b) { while (1) {} })
+}
+EOF
+run_traced 2 "$T/sortspin.out" "$T/sortspin.kp"
+rc=$?
+if [ $rc -ne 124 ] && grep -q 'instruction budget exceeded' "$T/sortspin.out" &&
+   grep -qE 'sortspin.kp:5: ' "$T/sortspin.out"; then
+	ktap_test_pass "a runaway sort_pairs cmp ends with: $(grep -m1 budget "$T/sortspin.out")"
+else
+	sed 's/^/# /' "$T/sortspin.out" | head -5
+	ktap_test_fail "a runaway sort_pairs cmp ends with a budget error (rc $rc)"
 fi
 
 ktap_finished
