@@ -967,7 +967,8 @@ static void p_for(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
-static void p_pairs(struct tb *tb)
+/* r0 = { 10, 20, x = 5 }; r2 = r0 (sort_pairs' first argument) */
+static void tb_pairs_table(struct tb *tb)
 {
 	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
 	tb_emit(tb, IBX(LOADI, 5, 1));
@@ -980,13 +981,24 @@ static void p_pairs(struct tb *tb)
 	tb_emit(tb, IBX(LOADI, 6, 5));
 	tb_emit(tb, I(SETTABLE, 0, 5, 6));
 	tb_emit(tb, I(MOVE, 2, 0, 0));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_sort_pairs));
+}
+
+/* for (k, v in r1) print(k, v); return */
+static void tb_pairs_loop(struct tb *tb)
+{
 	tb_emit(tb, IBX(ITERNEXT, 1, 1));
 	tb_emit(tb, IBX(JMP, 0, 5));
 	tb_print(tb, 2);
 	tb_print(tb, 3);
 	tb_emit(tb, IBX(JMP, 0, -7));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void p_pairs(struct tb *tb)
+{
+	tb_pairs_table(tb);
+	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_sort_pairs));
+	tb_pairs_loop(tb);
 }
 
 /* cmp(a, b) { return a < b }: ascending values, called back per compare */
@@ -1004,25 +1016,10 @@ static void tb_cmp_less(struct tb *tb)
 /* for (k, v in sort_pairs(t, cmp)) print(k, v), t = { 10, 20, x = 5 } */
 static void p_pairs_cmp(struct tb *tb)
 {
-	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
-	tb_emit(tb, IBX(LOADI, 5, 1));
-	tb_emit(tb, IBX(LOADI, 6, 10));
-	tb_emit(tb, I(SETTABLE, 0, 5, 6));
-	tb_emit(tb, IBX(LOADI, 5, 2));
-	tb_emit(tb, IBX(LOADI, 6, 20));
-	tb_emit(tb, I(SETTABLE, 0, 5, 6));
-	tb_emit(tb, IBX(LOADK, 5, tb_kstr(tb, "x")));
-	tb_emit(tb, IBX(LOADI, 6, 5));
-	tb_emit(tb, I(SETTABLE, 0, 5, 6));
-	tb_emit(tb, I(MOVE, 2, 0, 0));
+	tb_pairs_table(tb);
 	tb_emit(tb, IBX(CLOSURE, 3, 1));
 	tb_emit(tb, I(CALLB, 1, 2, KTAP_BI_sort_pairs));
-	tb_emit(tb, IBX(ITERNEXT, 1, 1));
-	tb_emit(tb, IBX(JMP, 0, 5));
-	tb_print(tb, 2);
-	tb_print(tb, 3);
-	tb_emit(tb, IBX(JMP, 0, -7));
-	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_pairs_loop(tb);
 	tb_cmp_less(tb);
 }
 
