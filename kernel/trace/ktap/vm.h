@@ -34,6 +34,14 @@
 #define KTAP_SCRATCH_SIZE	8192	/* per-firing temporary strings */
 #define KTAP_OUT_SIZE		2048	/* one printf/print record */
 #define KTAP_ERR_SIZE		160
+
+/*
+ * Script calls use the VM's frames, but every ktap_vm_call() nests a
+ * ktap_execute() and lib/sort.c on the kernel stack (about 600 bytes,
+ * more with KASAN), possibly in an interrupt: bound that nesting.
+ */
+#define KTAP_MAX_CALLBACK_DEPTH	4
+
 #define KTAP_STR_MAX		4096	/* longest string the VM builds */
 #define KTAP_MIN_MEM		(64 * 1024)
 
@@ -240,6 +248,7 @@ struct ktap_vm {
  * @top: while a builtin runs, the first stack slot above its caller's
  *	frame, where ktap_vm_call() runs the closure
  * @depth: while a builtin runs, the call depth of its caller
+ * @callbacks: ktap_vm_call()s in progress
  */
 struct ktap_exec {
 	struct ktap_vm		*vm;
@@ -251,6 +260,7 @@ struct ktap_exec {
 	s64			budget;
 	struct ktap_value	*top;
 	u32			depth;
+	u32			callbacks;
 };
 
 int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,

@@ -983,7 +983,8 @@ out:
  *
  * Runs @fn to completion on the stack above the builtin's caller, one
  * call level deeper, charging the run's instruction budget. Any context
- * the run itself may be in.
+ * the run itself may be in; at most KTAP_MAX_CALLBACK_DEPTH of these
+ * nest, as each one recurses on the kernel stack.
  *
  * Return: 0, KTAP_HALT after exit(), or the runtime error (its message
  * in the run's context, @x->pc at the failing instruction).
@@ -999,10 +1000,15 @@ int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,
 	if (fn->type != KTAP_TFUNC)
 		return ktap_rt_error(x, "attempt to call a %s value",
 				     ktap_typename(fn->type));
+	if (x->callbacks >= KTAP_MAX_CALLBACK_DEPTH)
+		return ktap_rt_error(x, "callbacks nested too deeply (%d)",
+				     KTAP_MAX_CALLBACK_DEPTH);
+	x->callbacks++;
 	x->depth = depth + 1;
 	err = ktap_execute(x, fn->p, args, nargs, ret);
 	x->top = top;
 	x->depth = depth;
+	x->callbacks--;
 	if (!err)
 		x->pc = pc;
 	return err;

@@ -1297,6 +1297,34 @@ static void e_sort_cmp(struct tb *tb)
 	tb_cmp_less(tb);
 }
 
+/*
+ * g0 = { 1, 1 }; g1 = cmp; sort_pairs(g0, g1), where cmp(a, b) itself
+ * calls sort_pairs(g0, g1): the nesting of callbacks is bounded.
+ */
+static void e_sort_nested(struct tb *tb)
+{
+	tb->hdr.nglobals = 2;
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, I(SETTABLE, 0, 1, 1));
+	tb_emit(tb, IBX(LOADI, 2, 2));
+	tb_emit(tb, I(SETTABLE, 0, 2, 1));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 1, 1));
+	tb_emit(tb, IBX(SETGLOBAL, 1, 1));
+	tb_emit(tb, I(MOVE, 3, 0, 0));
+	tb_emit(tb, I(MOVE, 4, 1, 0));
+	tb_emit(tb, I(CALLB, 2, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb->line = 2;
+	tb_func(tb, 0, 2, 5);
+	tb_emit(tb, IBX(GETGLOBAL, 3, 0));
+	tb_emit(tb, IBX(GETGLOBAL, 4, 1));
+	tb_emit(tb, I(CALLB, 2, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(LOADBOOL, 2, 0, 0));
+	tb_emit(tb, I(RETURN, 2, 1, 0));
+}
+
 static void e_sort_notfn(struct tb *tb)
 {
 	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
@@ -1322,6 +1350,8 @@ static const struct rterr_case rterr_cases[] = {
 	  "ktap: error: test.kp:1: bad argument #2 to 'printf' (number expected, got string)\n" },
 	{ "sort_pairs cmp fails", e_sort_cmp,
 	  "ktap: error: test.kp:2: attempt to compare boolean with boolean\n" },
+	{ "sort_pairs cmp nested", e_sort_nested,
+	  "ktap: error: test.kp:2: callbacks nested too deeply (4)\n" },
 	{ "sort_pairs cmp not a function", e_sort_notfn,
 	  "ktap: error: test.kp:1: bad argument #2 to 'sort_pairs' (function expected, got number)\n" },
 };
