@@ -549,6 +549,21 @@ static int ktap_bi_inplace_inc(struct ktap_exec *x, struct ktap_value *ret,
 	return err ? ktap_obj_error(x, err) : 0;
 }
 
+/*
+ * The count a chart shows for @val: an integer (negative as 0) or a
+ * statistic's count; false for any other value.
+ */
+static bool ktap_hist_count(const struct ktap_value *val, u64 *v)
+{
+	if (val->type == KTAP_TINT)
+		*v = val->i > 0 ? val->i : 0;
+	else if (val->type == KTAP_TSTAT)
+		*v = ((struct ktap_stat *)val->p)->count;
+	else
+		return false;
+	return true;
+}
+
 /* Fill @bar with @v's share of @total as at most KTAP_HIST_WIDTH '@'. */
 static void ktap_bar(char bar[KTAP_HIST_WIDTH + 1], u64 v, u64 total)
 {
@@ -590,17 +605,11 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 		return err;
 	ktap_iter_sort(it);
 	for (r = 0; r < it->n; r++) {
-		const struct ktap_value *val = &it->e[r].val;
-
-		if (val->type == KTAP_TINT && val->i > 0)
-			total += val->i;
-		else if (val->type == KTAP_TSTAT)
-			total += ((struct ktap_stat *)val->p)->count;
+		if (ktap_hist_count(&it->e[r].val, &v))
+			total += v;
 	}
 	for (r = 0, n = 0; r < it->n && n < rows; r++) {
-		u32 type = it->e[r].val.type;
-
-		if (type != KTAP_TINT && type != KTAP_TSTAT)
+		if (!ktap_hist_count(&it->e[r].val, &v))
 			continue;
 		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp));
 		err = ktap_tostring(x, &it->e[r].key, &key);
@@ -614,13 +623,7 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 		       width - 1, "value");
 	ktap_flush(x, &s, '\n');
 	for (r = 0, n = 0; r < it->n && n < rows; r++) {
-		const struct ktap_value *val = &it->e[r].val;
-
-		if (val->type == KTAP_TINT)
-			v = val->i > 0 ? val->i : 0;
-		else if (val->type == KTAP_TSTAT)
-			v = ((struct ktap_stat *)val->p)->count;
-		else
+		if (!ktap_hist_count(&it->e[r].val, &v))
 			continue;
 		ktap_bar(bar, v, total);
 		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp) - 1);
@@ -665,18 +668,12 @@ static int ktap_bi_log2(struct ktap_exec *x, struct ktap_value *ret,
 /* The count of bucket @b of a log2 histogram table: 0 when absent. */
 static u64 ktap_log2_bucket(const struct ktap_iter *it, s64 b)
 {
-	const struct ktap_value *val;
+	u64 v;
 	u32 r;
 
 	for (r = 0; r < it->n; r++) {
-		if (it->e[r].key.type != KTAP_TINT || it->e[r].key.i != b)
-			continue;
-		val = &it->e[r].val;
-		if (val->type == KTAP_TINT)
-			return val->i > 0 ? val->i : 0;
-		if (val->type == KTAP_TSTAT)
-			return ((struct ktap_stat *)val->p)->count;
-		return 0;
+		if (it->e[r].key.type == KTAP_TINT && it->e[r].key.i == b)
+			return ktap_hist_count(&it->e[r].val, &v) ? v : 0;
 	}
 	return 0;
 }
@@ -714,7 +711,8 @@ static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
 			continue;
 		lo = min(lo, key->i);
 		hi = max(hi, key->i);
-		total += ktap_log2_bucket(it, key->i);
+		if (ktap_hist_count(&it->e[r].val, &v))
+			total += v;
 	}
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
 	seq_buf_printf(&s, "%17s ------------- Distribution ------------- count\n",
