@@ -24,6 +24,9 @@ KTAP_OVERLAY_PATHS=(
 
 ktap_builddir() { echo "$KTAP_CACHE/build-$1"; }
 
+# make in the prepared tree, compilers through ccache
+KTAP_MAKE=(make -s -C "$KTAP_TREE" CC="ccache gcc" HOSTCC="ccache gcc")
+
 die() { echo "${0##*/}: error: $*" >&2; exit 1; }
 note() { echo "${0##*/}: $*" >&2; }
 
