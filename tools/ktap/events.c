@@ -337,16 +337,22 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 /* ---- kernel functions ---- */
 
 /*
- * Call @fn for every name in one list: tracefs available_filter_functions
+ * One of the kernel's function lists: tracefs available_filter_functions
  * (one name per line, maybe followed by a module) or kallsyms (text
- * symbols only). Returns 0 when the list is unreadable or empty. The names
- * are NUL-terminated in place in a buffer that lives in the arena.
+ * symbols only). Read and split once per compilation, however many
+ * probes ask; an unreadable list is empty. The names point into the
+ * file's text, NUL-terminated in place, in the arena.
  */
-static int walk_function_list(struct kp_state *S, int kallsyms,
-			      void (*fn)(void *arg, char *name), void *arg)
+static const struct kp_names *function_list(struct kp_state *S, int kallsyms)
 {
+	struct kp_names *l = S->fnlists[kallsyms];
 	char path[1024], *text, *p, *nl;
 
+	if (l)
+		return l;
+	l = kp_alloc(&S->arena, sizeof(*l));
+	memset(l, 0, sizeof(*l));
+	S->fnlists[kallsyms] = l;
 	if (kallsyms) {
 		snprintf(path, sizeof(path), "%s",
 			 S->kallsyms ? S->kallsyms : "/proc/kallsyms");
@@ -356,9 +362,7 @@ static int walk_function_list(struct kp_state *S, int kallsyms,
 			 kp_tracefs(S));
 		text = read_file(&S->arena, path, 64 << 20);
 	}
-	if (!text || !*text)
-		return 0;
-	for (p = text; *p; p = nl) {
+	for (p = text; p && *p; p = nl) {
 		char *name = p, *end;
 
 		nl = strchr(p, '\n');
@@ -377,59 +381,30 @@ static int walk_function_list(struct kp_state *S, int kallsyms,
 		if (end == name)
 			continue;
 		*end = '\0';
-		fn(arg, name);
+		kp_grow(&S->arena, (void **)&l->v, &l->cap, l->n + 1,
+			sizeof(*l->v));
+		l->v[l->n++] = name;
 	}
-	return 1;
+	return l;
 }
 
-/*
- * Every kernel function name: available_filter_functions, else kallsyms.
- * Returns 0 when neither list is readable.
- */
-static int walk_kernel_functions(struct kp_state *S,
-				 void (*fn)(void *arg, char *name),
-				 void *arg)
+/* Every kernel function name: available_filter_functions, else kallsyms. */
+static const struct kp_names *kernel_functions(struct kp_state *S)
 {
-	return walk_function_list(S, 0, fn, arg) ||
-	       walk_function_list(S, 1, fn, arg);
+	const struct kp_names *l = function_list(S, 0);
+
+	return l->n ? l : function_list(S, 1);
 }
 
-struct kp_funcmatch {
-	struct kp_arena	*arena;
-	const char	*pattern;
-	int		glob;
-	struct kp_names	found;		/* matches (glob) */
-	int		hit;		/* exact name seen */
-	const char	*best;		/* closest name (suggestion pass) */
-	int		bd, suggest;
-};
-
-static void func_match(void *arg, char *name)
+static int names_has(const struct kp_names *l, const char *name)
 {
-	struct kp_funcmatch *m = arg;
-	int d;
+	uint32_t i;
 
-	if (m->suggest) {
-		if (strlen(name) < 100) {
-			d = kp_distance(m->pattern, name);
-			if (d < m->bd) {
-				m->bd = d;
-				m->best = kp_strndup(m->arena, name,
-						     strlen(name));
-			}
-		}
-		return;
+	for (i = 0; i < l->n; i++) {
+		if (!strcmp(l->v[i], name))
+			return 1;
 	}
-	if (!m->glob) {
-		if (!strcmp(name, m->pattern))
-			m->hit = 1;
-		return;
-	}
-	if (!fnmatch(m->pattern, name, 0) &&
-	    m->found.n <= KP_MAX_KPROBE_GLOB)
-		names_add(m->arena, &m->found, name);
-	else if (!fnmatch(m->pattern, name, 0))
-		m->found.n++;	/* count only: over the limit */
+	return 0;
 }
 
 static int valid_sym(const char *s, int glob)
@@ -469,22 +444,16 @@ static uint32_t kp_add_kprobe(struct kp_state *S, const char *spec,
 static int kfunc_check(struct kp_state *S, const char *sym, uint32_t line,
 		       uint32_t col)
 {
-	struct kp_funcmatch m = { 0 };
+	const struct kp_names *ftrace = function_list(S, 0), *ksyms;
 	char sug[600];
-	int lists;
 
-	m.arena = &S->arena;
-	m.pattern = sym;
-	m.bd = 1000;
-	lists = walk_function_list(S, 0, func_match, &m);
-	if (m.hit)
+	if (names_has(ftrace, sym))
 		return 1;
-	lists += walk_function_list(S, 1, func_match, &m);
-	if (m.hit || !lists)
+	ksyms = function_list(S, 1);
+	if (names_has(ksyms, sym) || (!ftrace->n && !ksyms->n))
 		return 1;
-	m.suggest = 1;
-	walk_kernel_functions(S, func_match, &m);
-	kp_suggest(sug, sizeof(sug), sym, m.best);
+	kp_suggest(sug, sizeof(sug), sym,
+		   closest(ftrace->n ? ftrace : ksyms, sym));
 	kp_error(S, line, col, KP_E_UNKNOWN_FUNC, sym, sug);
 	return 0;
 }
@@ -518,7 +487,8 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 {
 	char sym[256];
 	const char *end = rest;
-	struct kp_funcmatch m = { 0 };
+	const struct kp_names *funcs;
+	struct kp_names found = { 0 };
 	uint64_t off = 0;
 	uint32_t i, n = 0;
 	int ret = 0;
@@ -584,10 +554,8 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 		*first = kp_add_kprobe(S, spec, sym, off, ret);
 		return 1;
 	}
-	m.arena = &S->arena;
-	m.pattern = sym;
-	m.glob = 1;
-	if (!walk_kernel_functions(S, func_match, &m)) {
+	funcs = kernel_functions(S);
+	if (!funcs->n) {
 		char path[600];
 
 		snprintf(path, sizeof(path), "%s/available_filter_functions",
@@ -596,22 +564,30 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 			 "needed to expand the wildcard");
 		return 0;
 	}
-	if (!m.found.n) {
+	for (i = 0; i < funcs->n; i++) {
+		if (fnmatch(sym, funcs->v[i], 0))
+			continue;
+		if (found.n <= KP_MAX_KPROBE_GLOB)
+			names_add(&S->arena, &found, funcs->v[i]);
+		else
+			found.n++;	/* count only: over the limit */
+	}
+	if (!found.n) {
 		kp_error(S, line, col, KP_E_NO_MATCH, sym);
 		return 0;
 	}
-	if (m.found.n > KP_MAX_KPROBE_GLOB) {
-		kp_error(S, line, col, KP_E_GLOB_MANY, sym, (int)m.found.n,
+	if (found.n > KP_MAX_KPROBE_GLOB) {
+		kp_error(S, line, col, KP_E_GLOB_MANY, sym, (int)found.n,
 			 KP_MAX_KPROBE_GLOB);
 		return 0;
 	}
-	names_sort(&m.found);
-	for (i = 0; i < m.found.n; i++) {
+	names_sort(&found);
+	for (i = 0; i < found.n; i++) {
 		uint32_t idx;
 
-		if (i && !strcmp(m.found.v[i], m.found.v[i - 1]))
+		if (i && !strcmp(found.v[i], found.v[i - 1]))
 			continue;
-		idx = kp_add_kprobe(S, spec, m.found.v[i], off, ret);
+		idx = kp_add_kprobe(S, spec, found.v[i], off, ret);
 		if (!n++)
 			*first = idx;
 	}

@@ -127,6 +127,7 @@ struct kp_str {
 };
 
 struct kp_token;
+struct kp_names;
 struct kp_fstate;
 struct kp_diag;
 
@@ -157,6 +158,9 @@ struct kp_state {
 
 	/* the image being built (code.c) */
 	struct kp_image	*img;
+
+	/* the kernel's function lists, read on first use (events.c) */
+	struct kp_names	*fnlists[2];	/* ftrace's, kallsyms' */
 
 	/* exact kprobe targets left to the kernel to check (events.c) */
 	int		kfunc_defer;
