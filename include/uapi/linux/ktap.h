@@ -80,9 +80,21 @@ enum ktap_operand_kind {
 	KTAP_OPK_PROBE,		/* probe table index */
 };
 
-/* Opcode flags. */
+/*
+ * Opcode flags. Besides the operand kinds, they say where control can
+ * go after an instruction; the verifier requires every such successor
+ * to lie inside the instruction's own function:
+ *	(none)	the next instruction
+ *	SKIP	the next one or the one after it
+ *	BRANCH	the next one or the sBx target
+ *	GOTO	the sBx target only
+ *	END	nowhere in this function (it returns)
+ */
 #define KTAP_OPF_SKIP	0x1	/* conditional skip: next insn must be JMP */
 #define KTAP_OPF_MAIN	0x2	/* only valid in the main chunk (proto 0) */
+#define KTAP_OPF_BRANCH	0x4	/* conditional jump to the sBx target */
+#define KTAP_OPF_GOTO	0x8	/* unconditional jump to the sBx target */
+#define KTAP_OPF_END	0x10	/* leaves the function */
 
 /*
  * The instruction set, declared once. Columns: name, format, kinds of
@@ -156,7 +168,7 @@ enum ktap_operand_kind {
 	X(NOT,		ABC,  REG,  REG,     NONE,    0)		\
 	X(LEN,		ABC,  REG,  REG,     NONE,    0)		\
 	X(CONCAT,	ABC,  REG,  REG,     REG,     0)		\
-	X(JMP,		ASBX, NONE, JUMP,    NONE,    0)		\
+	X(JMP,		ASBX, NONE, JUMP,    NONE,    KTAP_OPF_GOTO)	\
 	X(EQ,		ABC,  BOOL, REG,     REG,     KTAP_OPF_SKIP)	\
 	X(LT,		ABC,  BOOL, REG,     REG,     KTAP_OPF_SKIP)	\
 	X(LE,		ABC,  BOOL, REG,     REG,     KTAP_OPF_SKIP)	\
@@ -164,10 +176,10 @@ enum ktap_operand_kind {
 	X(TEST,		ABC,  REG,  NONE,    BOOL,    KTAP_OPF_SKIP)	\
 	X(CALL,		ABC,  REG,  RCNT,    BOOL,    0)		\
 	X(CALLB,	ABC,  REG,  RCNT,    BUILTIN, 0)		\
-	X(RETURN,	ABC,  REG,  BOOL,    NONE,    0)		\
-	X(FORPREP,	ASBX, REG4, JUMP,    NONE,    0)		\
-	X(FORLOOP,	ASBX, REG4, JUMP,    NONE,    0)		\
-	X(ITERNEXT,	ASBX, REG4, JUMP,    NONE,    0)		\
+	X(RETURN,	ABC,  REG,  BOOL,    NONE,    KTAP_OPF_END)	\
+	X(FORPREP,	ASBX, REG4, JUMP,    NONE,    KTAP_OPF_GOTO)	\
+	X(FORLOOP,	ASBX, REG4, JUMP,    NONE,    KTAP_OPF_BRANCH)\
+	X(ITERNEXT,	ASBX, REG4, JUMP,    NONE,    KTAP_OPF_BRANCH)\
 	X(CLOSURE,	ABX,  REG,  PROTO,   NONE,    0)		\
 	X(ATTACH,	ABX,  REG,  PROBE,   NONE,    KTAP_OPF_MAIN)
 
@@ -215,7 +227,7 @@ enum ktap_opcode {
 	X(inplace_inc,		2, 3, 0)					\
 	X(histogram,		1, 2, 0)					\
 	X(print_hist,		1, 2, 0)					\
-	X(ptable,		0, 0, 0)					\
+	X(ptable,		0, 0, KTAP_BF_MAIN)			\
 	X(count,		1, 1, 0)					\
 	X(sum,			1, 1, 0)					\
 	X(avg,			1, 1, 0)					\
@@ -323,6 +335,13 @@ enum ktap_probe_type {
 };
 
 #define KTAP_PROBE_F_RETURN	0x1	/* kretprobe / uretprobe */
+/*
+ * The handler may call e.set_retval(v): only on a kprobe at the entry of
+ * a function on the kernel's error-injection list. The function's body
+ * is then skipped and it returns v, which must be a value the function
+ * may fail with (see get_injectable_error_type()).
+ */
+#define KTAP_PROBE_F_OVERRIDE	0x2
 
 struct ktap_bc_probe {
 	__u32	type;			/* enum ktap_probe_type */
@@ -342,6 +361,13 @@ struct ktap_bc_probe {
 #define KTAP_MAX_PROBES		4096
 #define KTAP_MAX_GLOBALS	65536
 #define KTAP_MAX_CALL_DEPTH	32
+/*
+ * Ceiling of ktap_load_attr.insn_budget: instructions (and elements
+ * touched by builtins) one handler run may use. It bounds the time a
+ * handler holds its CPU, possibly in hardirq or NMI context; see
+ * "Safety model" in Documentation/trace/ktap.rst.
+ */
+#define KTAP_MAX_INSN_BUDGET	1000000
 
 /* ioctls on tracing/ktap/control; each open() is one session. */
 #define KTAP_IOC_MAGIC		0xB9

@@ -9,8 +9,11 @@
  *    handler may run in NMI. The raw record perf hands over is the same
  *    record ftrace writes, so fields are read by name through the
  *    event's field list and printed by the event's own output function.
- *  - Kprobes and kretprobes; e.set_retval() only on the return of a
- *    function the kernel lists as error-injectable.
+ *  - Kprobes and kretprobes; e.set_retval() only from a probe the image
+ *    marks KTAP_PROBE_F_OVERRIDE: a kprobe at the entry of a function
+ *    the kernel lists as error-injectable. The function's body is then
+ *    skipped, as bpf_override_return() does, so callers never see a
+ *    failure after its side effects happened.
  *  - Uprobes and uretprobes on a path and file offset.
  *  - Timers (tick-N: one hrtimer) and profile-N (a cpu-clock perf event
  *    on every online CPU, so the handler sees the interrupted context).
@@ -60,8 +63,9 @@ static bool ktap_name_is(const char *name, u32 len, const char *lit)
 }
 
 static int ktap_no_set_retval(struct ktap_vm *vm, struct ktap_event *ev,
-			      s64 v)
+			      s64 v, const char **why)
 {
+	*why = "only a kprobe at the entry of an error-injectable function can set a return value";
 	return -EPERM;
 }
 
@@ -840,7 +844,8 @@ static void ktap_perf_detach(struct ktap_handler *h)
  * @h: the handler
  * @name: the probed symbol: event name
  * @ret: a kretprobe
- * @injectable: the function is on the error-injection list
+ * @override: e.set_retval() may skip the function (KTAP_PROBE_F_OVERRIDE)
+ * @etype: how the function fails (EI_ETYPE_*), when @override
  * @kp: the kprobe (@ret false)
  * @rp: the kretprobe (@ret true)
  */
@@ -848,7 +853,8 @@ struct ktap_kp {
 	struct ktap_handler	*h;
 	const char		*name;
 	bool			ret;
-	bool			injectable;
+	bool			override;
+	int			etype;
 	union {
 		struct kprobe		kp;
 		struct kretprobe	rp;
@@ -926,14 +932,63 @@ static int ktap_kp_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 	return 0;
 }
 
+/* May a function of error-injection type @etype fail with @v? */
+static bool ktap_retval_ok(int etype, s64 v)
+{
+	bool is_errno = v < 0 && v >= -MAX_ERRNO;
+
+	switch (etype) {
+	case EI_ETYPE_NULL:
+		return !v;
+	case EI_ETYPE_ERRNO:
+		return is_errno;
+	case EI_ETYPE_ERRNO_NULL:
+		return is_errno || !v;
+	case EI_ETYPE_TRUE:
+		return v == 1;
+	}
+	return false;
+}
+
+static const char *ktap_etype_rule(int etype)
+{
+	switch (etype) {
+	case EI_ETYPE_NULL:
+		return "the function fails only with 0 (NULL)";
+	case EI_ETYPE_ERRNO:
+		return "the function fails only with a negative errno (-4095..-1)";
+	case EI_ETYPE_ERRNO_NULL:
+		return "the function fails only with a negative errno (-4095..-1) or 0 (NULL)";
+	case EI_ETYPE_TRUE:
+		return "the function fails only with 1 (true)";
+	}
+	return "the function cannot fail";
+}
+
+/*
+ * e.set_retval(v) at the entry of an error-injectable function: make it
+ * return @v at once. The pre-handler sees the changed instruction
+ * pointer and returns 1, so kprobes does not single-step the original
+ * instruction and execution resumes in the return stub.
+ */
 static int ktap_kp_set_retval(struct ktap_vm *vm, struct ktap_event *ev,
-			      s64 v)
+			      s64 v, const char **why)
 {
 	struct ktap_kp_event *kev = container_of(ev, struct ktap_kp_event, ev);
+	struct ktap_kp *k = kev->k;
 
-	if (!kev->k->ret || !kev->k->injectable)
+	if (!k->override) {
+		*why = "the probe is not marked KTAP_PROBE_F_OVERRIDE";
+		if (k->ret)
+			*why = "a return probe cannot change a result after the function ran";
 		return -EPERM;
+	}
+	if (!ktap_retval_ok(k->etype, v)) {
+		*why = ktap_etype_rule(k->etype);
+		return -EDOM;
+	}
 	regs_set_return_value(ev->regs, v);
+	override_function_with_return(ev->regs);
 	return 0;
 }
 
@@ -951,9 +1006,11 @@ static int ktap_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
 		.ev = { .ops = &ktap_kp_ops, .name = k->name, .regs = regs },
 		.k = k,
 	};
+	unsigned long ip = instruction_pointer(regs);
 
 	ktap_handler_fire(k->h, &kev.ev);
-	return 0;
+	/* e.set_retval() skipped the function: do not single-step it */
+	return k->override && instruction_pointer(regs) != ip;
 }
 
 NOKPROBE_SYMBOL(ktap_kprobe_pre);
@@ -973,6 +1030,31 @@ static int ktap_kretprobe_handler(struct kretprobe_instance *ri,
 }
 
 NOKPROBE_SYMBOL(ktap_kretprobe_handler);
+
+/*
+ * KTAP_PROBE_F_OVERRIDE: the function must be on the error-injection
+ * list (ktap_probe_check() already made sure the probe is an entry
+ * kprobe). Checked on the kprobe registered disabled, whose address the
+ * kernel resolved: kallsyms lookups by name are not available to modules.
+ */
+static int ktap_kp_check_override(struct ktap_handler *h, struct ktap_kp *k,
+				  const char *sym)
+{
+	if (!IS_ENABLED(CONFIG_FUNCTION_ERROR_INJECTION)) {
+		ktap_session_printf(h->sess,
+				    "ktap: e.set_retval() on %s: this kernel has no CONFIG_FUNCTION_ERROR_INJECTION\n",
+				    sym);
+		return -EOPNOTSUPP;
+	}
+	k->etype = get_injectable_error_type((unsigned long)k->kp.addr);
+	if (k->etype < 0) {
+		ktap_session_printf(h->sess,
+				    "ktap: e.set_retval() on %s: the function is not on the kernel's error-injection list\n",
+				    sym);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static int ktap_kp_attach(struct ktap_handler *h)
 {
@@ -1000,13 +1082,20 @@ static int ktap_kp_attach(struct ktap_handler *h)
 		k->rp.kp.symbol_name = sym;
 		k->rp.handler = ktap_kretprobe_handler;
 		ret = register_kretprobe(&k->rp);
-		if (!ret)
-			k->injectable = within_error_injection_list(ktap_kp_addr(k));
 	} else {
 		k->kp.symbol_name = sym;
 		k->kp.offset = bp->arg;
 		k->kp.pre_handler = ktap_kprobe_pre;
+		k->override = bp->flags & KTAP_PROBE_F_OVERRIDE;
+		if (k->override)
+			k->kp.flags = KPROBE_FLAG_DISABLED;
 		ret = register_kprobe(&k->kp);
+		if (!ret && k->override) {
+			ret = ktap_kp_check_override(h, k, sym);
+			ret = ret ?: enable_kprobe(&k->kp);
+			if (ret)
+				unregister_kprobe(&k->kp);
+		}
 	}
 	if (ret)
 		goto err;
@@ -1454,6 +1543,11 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 					"probe '%s': no event ids\n", spec);
 		break;
 	case KTAP_PROBE_KPROBE:
+		if ((bp->flags & KTAP_PROBE_F_OVERRIDE) &&
+		    ((bp->flags & KTAP_PROBE_F_RETURN) || bp->arg))
+			return ktap_log(log, log_size,
+					"probe '%s': e.set_retval() needs a kprobe at the entry of %s (offset 0, not a return probe): the function's body is skipped, never undone\n",
+					spec, ktap_vm_str(vm, bp->target) ?: "?");
 		if (security_locked_down(LOCKDOWN_KPROBES)) {
 			ktap_log(log, log_size,
 				 "probe '%s': kprobes are disabled by kernel lockdown\n",

@@ -64,7 +64,9 @@ struct ktap_value {
  *	   synthetic fields (name, sc_nr, sc_is_enter, sc_argN, retval).
  * @tostring: print @ev the way ftrace's output function prints it.
  * @arg: argN: the N-th positional field (0..9) of @ev.
- * @set_retval: e.set_retval(v); -EPERM where the probe cannot do it.
+ * @set_retval: e.set_retval(v): make the probed function return @v
+ *		without running; -EPERM where the probe cannot do it, -EDOM
+ *		for a value the function cannot fail with; @why says why.
  *
  * All callbacks run in probe context (possibly NMI): no sleeping, no
  * locks that a probe could already hold.
@@ -76,7 +78,8 @@ struct ktap_event_ops {
 			struct seq_buf *s);
 	int (*arg)(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		   struct ktap_value *out);
-	int (*set_retval)(struct ktap_vm *vm, struct ktap_event *ev, s64 v);
+	int (*set_retval)(struct ktap_vm *vm, struct ktap_event *ev, s64 v,
+			  const char **why);
 };
 
 /**

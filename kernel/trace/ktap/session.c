@@ -316,6 +316,17 @@ static void ktap_free_handlers(struct ktap_session *sess)
 	sess->nr_handlers = 0;
 }
 
+/* Read the leading size of an ioctl argument; structs may grow, boundedly. */
+static int ktap_get_usize(void __user *uarg, u32 *usize)
+{
+	if (get_user(*usize, (u32 __user *)uarg))
+		return -EFAULT;
+	/* as perf and bpf: a struct never grows beyond a page */
+	if (*usize > PAGE_SIZE)
+		return -E2BIG;
+	return 0;
+}
+
 static long ktap_ioc_version(void __user *uarg)
 {
 	struct ktap_version v = {
@@ -325,9 +336,11 @@ static long ktap_ioc_version(void __user *uarg)
 		.nr_builtins	= KTAP_BI__COUNT,
 	};
 	u32 usize;
+	int ret;
 
-	if (get_user(usize, (u32 __user *)uarg))
-		return -EFAULT;
+	ret = ktap_get_usize(uarg, &usize);
+	if (ret)
+		return ret;
 	if (usize < sizeof(v))
 		return -EINVAL;
 	strscpy(v.release, init_utsname()->release, sizeof(v.release));
@@ -445,8 +458,9 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	pid_t tgid;
 	int ret;
 
-	if (get_user(usize, (u32 __user *)uarg))
-		return -EFAULT;
+	ret = ktap_get_usize(uarg, &usize);
+	if (ret)
+		return ret;
 	ret = copy_struct_from_user(&attr, sizeof(attr), uarg, usize);
 	if (ret)
 		return ret;
@@ -585,9 +599,11 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	struct ktap_vm_stats vst = {};
 	struct ktap_stats st = {};
 	u32 usize;
+	int ret;
 
-	if (get_user(usize, (u32 __user *)uarg))
-		return -EFAULT;
+	ret = ktap_get_usize(uarg, &usize);
+	if (ret)
+		return ret;
 	if (usize < sizeof(st))
 		return -EINVAL;
 	if (sess->hot.vm)
@@ -607,27 +623,51 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	return 0;
 }
 
+/*
+ * Privilege is checked where it is used, not only at open(): the
+ * descriptor may have been inherited by, or passed over SCM_RIGHTS to,
+ * a process that could never have opened the control file. Loading and
+ * starting a program (attaching probes, reading kernel memory) need
+ * what open() needs, from the caller; STOP, STATS and read() only act
+ * on what a privileged caller already set up.
+ */
+static int ktap_may_trace(void)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	return security_locked_down(LOCKDOWN_TRACEFS);
+}
+
 static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ktap_session *sess = file->private_data;
 	void __user *uarg = (void __user *)arg;
+	int ret;
 
 	if (cmd == KTAP_IOC_VERSION)
 		return ktap_ioc_version(uarg);
-
-	guard(mutex)(&sess->lock);
-	switch (cmd) {
-	case KTAP_IOC_LOAD:
-		return ktap_ioc_load(sess, uarg);
-	case KTAP_IOC_START:
-		return ktap_ioc_start(sess);
-	case KTAP_IOC_STOP:
-		return ktap_ioc_stop(sess);
-	case KTAP_IOC_STATS:
-		return ktap_ioc_stats(sess, uarg);
-	default:
-		return -ENOTTY;
+	if (cmd == KTAP_IOC_LOAD || cmd == KTAP_IOC_START) {
+		ret = ktap_may_trace();
+		if (ret)
+			return ret;
 	}
+
+	/* START may run a main chunk for a while: waiters stay killable */
+	scoped_cond_guard(mutex_intr, return -EINTR, &sess->lock) {
+		switch (cmd) {
+		case KTAP_IOC_LOAD:
+			return ktap_ioc_load(sess, uarg);
+		case KTAP_IOC_START:
+			return ktap_ioc_start(sess);
+		case KTAP_IOC_STOP:
+			return ktap_ioc_stop(sess);
+		case KTAP_IOC_STATS:
+			return ktap_ioc_stats(sess, uarg);
+		default:
+			return -ENOTTY;
+		}
+	}
+	return -ENOTTY;
 }
 
 /*

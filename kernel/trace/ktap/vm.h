@@ -11,9 +11,16 @@
  *    the VM takes can only be held by *another* CPU: plain spinning is
  *    deadlock-free, and NMI still only trylocks (and counts a drop) so
  *    lockdep stays quiet.
- *  - Every object lives in a bump-allocated per-session pool and is only
- *    freed with the session, so a pointer read under any lock stays
- *    valid for the whole session.
+ *  - Every object that can be stored lives in a bump-allocated
+ *    per-session pool and is only freed with the session, so a pointer
+ *    read under any lock stays valid for the whole session.
+ *  - A handler firing (not the main chunk, not an END handler) takes its
+ *    short-lived objects (temporary strings, pairs() snapshots, statistic
+ *    reads, tables and closures it creates) from its CPU's temporary
+ *    arena, which is reset when the next firing starts on that CPU. Such
+ *    objects cannot be stored where they would outlive the firing
+ *    (ktap_value_persist() copies or refuses them), so a session's memory
+ *    does not grow with the number of firings.
  *  - A ktap_value is 16 bytes: values in shared slots (globals, closed
  *    upvalues) are read under a seqcount and written under a raw lock.
  *    Tables read and increment lock-free through immutable-type value
@@ -24,6 +31,7 @@
 
 #include <linux/atomic.h>
 #include <linux/cleanup.h>
+#include <linux/cpumask.h>
 #include <linux/hardirq.h>
 #include <linux/seqlock.h>
 #include <linux/spinlock.h>
@@ -31,8 +39,10 @@
 
 /* Per-CPU execution area: register stack, call frames, scratch memory. */
 #define KTAP_STACK_SLOTS	2048
-#define KTAP_SCRATCH_SIZE	8192	/* per-firing temporary strings */
 #define KTAP_OUT_SIZE		2048	/* one printf/print record */
+/* Per-CPU temporary arena: session memory / (2 * CPUs), within these. */
+#define KTAP_TEMP_MIN		(64 * 1024)
+#define KTAP_TEMP_MAX		(1024 * 1024)
 #define KTAP_ERR_SIZE		160
 
 /*
@@ -177,8 +187,7 @@ struct ktap_ctx {
 	struct ktap_value	stack[KTAP_STACK_SLOTS];
 	u64			hits;
 	struct ktap_str		*comm;		/* execname() cache */
-	size_t			scratch_used;
-	char			scratch[KTAP_SCRATCH_SIZE] __aligned(8);
+	size_t			temp_used;	/* bytes of the temp arena */
 	char			out[KTAP_OUT_SIZE];	/* print/printf record */
 	char			tmp[KTAP_OUT_SIZE];	/* tostring and friends */
 	char			err[KTAP_ERR_SIZE];
@@ -218,6 +227,9 @@ struct ktap_vm {
 	struct ktap_pool		pool;
 	struct ktap_strset		strs;
 	struct ktap_ctx			**cpu_ctx;	/* [nr_cpu_ids] */
+	/* temporary arenas: CPU n's is temp + n * temp_size */
+	char				*temp;
+	size_t				temp_size;
 
 	const struct ktap_host_ops	*host_ops;
 	void				*host;
@@ -240,6 +252,8 @@ struct ktap_vm {
  * @ctx: execution area (per-CPU, or the main chunk's own)
  * @ev: event being handled, or NULL in the main chunk
  * @main: running the main chunk (process context, preemptible)
+ * @transient: a handler firing, whose short-lived objects come from the
+ *	CPU's temporary arena (see the top of this file)
  * @pc: code index of the instruction being run, for error lines
  * @open: open upvalues of this run, innermost frame first
  * @budget: instructions left; the interpreter keeps it in a local and
@@ -255,6 +269,7 @@ struct ktap_exec {
 	struct ktap_ctx		*ctx;
 	struct ktap_event	*ev;
 	bool			main;
+	bool			transient;
 	u32			pc;
 	struct ktap_upval	*open;
 	s64			budget;
@@ -334,6 +349,16 @@ bool ktap_value_equal(const struct ktap_value *a, const struct ktap_value *b);
 int ktap_pool_init(struct ktap_pool *pool, size_t size);
 void ktap_pool_destroy(struct ktap_pool *pool);
 void *ktap_alloc(struct ktap_vm *vm, size_t size);
+void *ktap_temp_alloc(struct ktap_vm *vm, size_t size);
+void *ktap_run_alloc(struct ktap_exec *x, size_t size);
+
+/* Is @p in a temporary arena (an object that dies with its firing)? */
+static inline bool ktap_is_temp(const struct ktap_vm *vm, const void *p)
+{
+	return vm->temp && (const char *)p >= vm->temp &&
+	       (const char *)p < vm->temp + vm->temp_size * nr_cpu_ids;
+}
+
 int ktap_strset_init(struct ktap_strset *set, size_t mem_limit);
 void ktap_strset_destroy(struct ktap_strset *set);
 u32 ktap_str_hash(struct ktap_vm *vm, const char *s, u32 len);
@@ -343,26 +368,29 @@ struct ktap_str *ktap_str_temp(struct ktap_exec *x, const char *s, u32 len);
 int ktap_value_persist(struct ktap_vm *vm, struct ktap_value *v);
 
 struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash);
+struct ktap_table *ktap_table_new_temp(struct ktap_vm *vm, u32 narr,
+				       u32 nhash);
 int ktap_table_get(struct ktap_vm *vm, struct ktap_table *t,
 		   const struct ktap_value *key, struct ktap_value *out);
 int ktap_table_set(struct ktap_vm *vm, struct ktap_table *t,
 		   const struct ktap_value *key, const struct ktap_value *val);
 int ktap_table_inc(struct ktap_vm *vm, struct ktap_table *t,
 		   const struct ktap_value *key, s64 n);
-int ktap_table_len(struct ktap_vm *vm, struct ktap_table *t, s64 *len);
+int ktap_table_len(struct ktap_vm *vm, struct ktap_table *t, s64 *len,
+		   s64 max);
 int ktap_table_count(struct ktap_table *t, s64 *count);
 int ktap_table_clear(struct ktap_table *t);
-struct ktap_iter *ktap_table_iter(struct ktap_vm *vm, struct ktap_table *t,
+struct ktap_iter *ktap_table_iter(struct ktap_exec *x, struct ktap_table *t,
 				  int *err);
 
 struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm);
 int ktap_ptable_add(struct ktap_vm *vm, struct ktap_ptable *pt,
 		    const struct ktap_value *key, s64 v);
-int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
+int ktap_ptable_get(struct ktap_exec *x, struct ktap_ptable *pt,
 		    const struct ktap_value *key, struct ktap_value *out);
-struct ktap_iter *ktap_ptable_iter(struct ktap_vm *vm, struct ktap_ptable *pt,
+struct ktap_iter *ktap_ptable_iter(struct ktap_exec *x, struct ktap_ptable *pt,
 				   int *err);
-void ktap_iter_sort(struct ktap_iter *it);
+int ktap_iter_sort(struct ktap_exec *x, struct ktap_iter *it);
 
 void ktap_shared_read(struct ktap_vm *vm, const struct ktap_value *slot,
 		      struct ktap_value *out);
@@ -371,6 +399,8 @@ int ktap_shared_write(struct ktap_vm *vm, struct ktap_value *slot,
 
 /* vm_exec.c */
 int ktap_rt_error(struct ktap_exec *x, const char *fmt, ...) __printf(2, 3);
+int ktap_charge(struct ktap_exec *x, u64 n);
+int ktap_border(struct ktap_exec *x, struct ktap_table *t, s64 *n);
 int ktap_obj_error(struct ktap_exec *x, int err);
 void ktap_write(struct ktap_exec *x, const char *buf, size_t len);
 
@@ -393,6 +423,9 @@ struct ktap_opinfo {
 };
 
 extern const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT];
+
+#define KTAP_MAX_SUCCESSORS	3
+u32 ktap_insn_successors(u32 insn, u32 pc, s64 next[KTAP_MAX_SUCCESSORS]);
 
 struct ktap_builtin_info {
 	u8	min;

@@ -263,9 +263,9 @@ static int ktap_bi_len(struct ktap_exec *x, struct ktap_value *ret,
 		ktap_value_int(ret, args[0].s->len);
 		return 0;
 	case KTAP_TTABLE:
-		err = ktap_table_len(x->vm, args[0].p, &n);
+		err = ktap_border(x, args[0].p, &n);
 		if (err)
-			return ktap_obj_error(x, err);
+			return err;
 		ktap_value_int(ret, n);
 		return 0;
 	default:
@@ -296,9 +296,9 @@ static struct ktap_iter *ktap_iter_of(struct ktap_exec *x,
 	struct ktap_iter *it;
 
 	if (t->type == KTAP_TTABLE) {
-		it = ktap_table_iter(x->vm, t->p, err);
+		it = ktap_table_iter(x, t->p, err);
 	} else if (t->type == KTAP_TPTABLE) {
-		it = ktap_ptable_iter(x->vm, t->p, err);
+		it = ktap_ptable_iter(x, t->p, err);
 	} else {
 		*err = ktap_bad_arg(x, 1, fn, "table", t);
 		return NULL;
@@ -392,11 +392,14 @@ static int ktap_bi_sort_pairs(struct ktap_exec *x, struct ktap_value *ret,
 	if (!it)
 		return err;
 	if (custom) {
+		/* each call of cmp charges its own instructions */
 		sort_r(it->e, it->n, sizeof(it->e[0]), ktap_sort_cmp, NULL, &sc);
 		if (sc.err)
 			return sc.err;
 	} else {
-		ktap_iter_sort(it);
+		err = ktap_iter_sort(x, it);
+		if (err)
+			return err;
 	}
 	ktap_set_obj(ret, KTAP_TITER, it);
 	return 0;
@@ -603,7 +606,10 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 	it = ktap_iter_of(x, &args[0], fn, &err);
 	if (!it)
 		return err;
-	ktap_iter_sort(it);
+	err = ktap_iter_sort(x, it);
+	err = err ?: ktap_charge(x, it->n);
+	if (err)
+		return err;
 	for (r = 0; r < it->n; r++) {
 		if (ktap_hist_count(&it->e[r].val, &v))
 			total += v;
@@ -665,19 +671,6 @@ static int ktap_bi_log2(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
-/* The count of bucket @b of a log2 histogram table: 0 when absent. */
-static u64 ktap_log2_bucket(const struct ktap_iter *it, s64 b)
-{
-	u64 v;
-	u32 r;
-
-	for (r = 0; r < it->n; r++) {
-		if (it->e[r].key.type == KTAP_TINT && it->e[r].key.i == b)
-			return ktap_hist_count(&it->e[r].val, &v) ? v : 0;
-	}
-	return 0;
-}
-
 /*
  * print_log2hist(t): t maps log2() buckets to counts. Every bucket from
  * the lowest to the highest present is printed, empty ones included, as
@@ -695,14 +688,17 @@ static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
 {
 	char bar[KTAP_HIST_WIDTH + 1], label[24];
 	s64 lo = S64_MAX, hi = S64_MIN, b;
+	u64 total = 0, v, bucket[64] = {};
 	struct ktap_iter *it;
-	u64 total = 0, v;
 	struct seq_buf s;
 	u32 r;
 	int err;
 
 	it = ktap_iter_of(x, &args[0], "print_log2hist", &err);
 	if (!it)
+		return err;
+	err = ktap_charge(x, it->n);
+	if (err)
 		return err;
 	for (r = 0; r < it->n; r++) {
 		const struct ktap_value *key = &it->e[r].key;
@@ -711,15 +707,17 @@ static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
 			continue;
 		lo = min(lo, key->i);
 		hi = max(hi, key->i);
-		if (ktap_hist_count(&it->e[r].val, &v))
+		if (ktap_hist_count(&it->e[r].val, &v)) {
+			bucket[key->i + 1] = v;
 			total += v;
+		}
 	}
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
 	seq_buf_printf(&s, "%17s ------------- Distribution ------------- count\n",
 		       "value");
 	ktap_flush(x, &s, '\n');
 	for (b = lo; b <= hi; b++) {
-		v = ktap_log2_bucket(it, b);
+		v = bucket[b + 1];
 		ktap_bar(bar, v, total);
 		if (b < 0)
 			strscpy(label, "<= 0", sizeof(label));

@@ -21,11 +21,17 @@
  *    above the builtin's caller and on the run's budget.
  *
  * The budget is charged where control can go back, not per
- * instruction: entering a function costs its length, a backward jump
- * the length of the loop it closes. Between two charges execution only
- * moves forward, and the differences telescope, so the charges bound
- * the instructions run. The dispatch stays two instructions long, and
- * the main chunk reschedules and checks signals at the same points.
+ * instruction: entering a function costs its length, every backward
+ * transfer (JMP, FORPREP, FORLOOP, ITERNEXT with a negative offset) the
+ * length of the loop it closes, at least one. Between two charges
+ * execution only moves forward, and the differences telescope, so the
+ * charges bound the instructions run. Builtins and operators whose work
+ * grows with their input (#t, pairs, sort_pairs, histograms) charge
+ * the elements they touch before touching them (ktap_charge()). The
+ * dispatch stays two instructions long (plus the pc check of
+ * CONFIG_KTAP_DEBUG_VM), and the main chunk reschedules and checks
+ * signals at the same points, so a pending SIGKILL ends it within
+ * KTAP_MAIN_SLICE instructions.
  *
  * Runtime errors record the session's first error, print one line
  * "ktap: error: FILE:LINE: message" through host_ops->write and ask the
@@ -80,15 +86,43 @@ int ktap_obj_error(struct ktap_exec *x, int err)
 	case -EBUSY:
 		return err;
 	case -ENOMEM:
+		if (x->transient)
+			return ktap_rt_error(x,
+					     "out of memory (session pool of %zu KB, %zu KB per handler run)",
+					     x->vm->pool.size >> 10,
+					     x->vm->temp_size >> 10);
 		return ktap_rt_error(x, "out of memory (session pool of %zu KB)",
 				     x->vm->pool.size >> 10);
 	case -EPERM:
 		return ktap_rt_error(x, "an event can only be used while its handler runs");
 	case -EDOM:
 		return ktap_rt_error(x, "table value is not a number");
+	case -EXDEV:
+		return ktap_rt_error(x,
+				     "a table, function or iterator created by a handler cannot be kept beyond its run");
 	default:
 		return ktap_rt_error(x, "invalid table key");
 	}
+}
+
+/**
+ * ktap_charge - charge @n units of work to the run's instruction budget
+ * @x: the run, inside a builtin or operator helper
+ * @n: elements about to be touched
+ *
+ * Called before work whose cost grows with its input, so that no run
+ * does more than its budget allows, however large its tables are.
+ *
+ * Return: 0, or a runtime error when the budget does not cover @n.
+ */
+int ktap_charge(struct ktap_exec *x, u64 n)
+{
+	if (n > (u64)max_t(s64, x->budget, 0))
+		return ktap_rt_error(x, "instruction budget exceeded (%u)",
+				     x->main ? x->vm->main_budget :
+					       x->vm->insn_budget);
+	x->budget -= n;
+	return 0;
 }
 
 void ktap_write(struct ktap_exec *x, const char *buf, size_t len)
@@ -148,7 +182,7 @@ static struct ktap_upval *ktap_capture(struct ktap_exec *x,
 			if (uv->v == reg)
 				return uv;
 	}
-	uv = ktap_alloc(x->vm, sizeof(*uv));
+	uv = ktap_run_alloc(x, sizeof(*uv));
 	if (!uv)
 		return NULL;
 	if (x->main) {
@@ -187,7 +221,7 @@ static struct ktap_closure *ktap_new_closure(struct ktap_exec *x,
 	struct ktap_closure *ncl;
 	u32 j;
 
-	ncl = ktap_alloc(x->vm, struct_size(ncl, upv, p->nupvals));
+	ncl = ktap_run_alloc(x, struct_size(ncl, upv, p->nupvals));
 	if (!ncl)
 		return NULL;
 	ncl->proto = proto;
@@ -273,7 +307,7 @@ static noinline int ktap_index(struct ktap_exec *x, struct ktap_value obj,
 		err = ktap_table_get(x->vm, obj.p, &key, out);
 		break;
 	case KTAP_TPTABLE:
-		err = ktap_ptable_get(x->vm, obj.p, &key, out);
+		err = ktap_ptable_get(x, obj.p, &key, out);
 		break;
 	case KTAP_TEVENT:
 		if (key.type != KTAP_TSTR)
@@ -397,6 +431,25 @@ static noinline int ktap_compare(struct ktap_exec *x,
 			     ktap_typename(b->type), ktap_typename(c->type));
 }
 
+/**
+ * ktap_border - #t for the run @x, charging each key looked at
+ * @x: the run
+ * @t: the table
+ * @n: the border found
+ *
+ * Return: 0, or a runtime error when the walk would exceed the budget.
+ */
+int ktap_border(struct ktap_exec *x, struct ktap_table *t, s64 *n)
+{
+	int err = ktap_table_len(x->vm, t, n, max_t(s64, x->budget, 0));
+
+	if (err == -E2BIG)
+		return ktap_charge(x, U64_MAX);
+	if (err)
+		return ktap_obj_error(x, err);
+	return ktap_charge(x, *n + 1);
+}
+
 static noinline int ktap_len(struct ktap_exec *x, struct ktap_value v,
 			     struct ktap_value *out)
 {
@@ -408,9 +461,9 @@ static noinline int ktap_len(struct ktap_exec *x, struct ktap_value v,
 		ktap_value_int(out, v.s->len);
 		return 0;
 	case KTAP_TTABLE:
-		err = ktap_table_len(x->vm, v.p, &n);
+		err = ktap_border(x, v.p, &n);
 		if (err)
-			return ktap_obj_error(x, err);
+			return err;
 		ktap_value_int(out, n);
 		return 0;
 	default:
@@ -455,6 +508,7 @@ static noinline int ktap_call_native(struct ktap_exec *x,
 {
 	unsigned long bits = (unsigned long)f->p;
 	struct ktap_event *ev = (void *)(bits & ~1UL);
+	const char *why;
 	int err;
 
 	if (ev != x->ev)
@@ -467,11 +521,12 @@ static noinline int ktap_call_native(struct ktap_exec *x,
 		return ktap_event_tostring(x, ev, ret);
 	if (!nargs || args[0].type != KTAP_TINT)
 		return ktap_rt_error(x, "set_retval needs a number");
-	if (!ev->ops || !ev->ops->set_retval)
-		return ktap_rt_error(x, "set_retval is not possible on this probe");
-	err = ev->ops->set_retval(x->vm, ev, args[0].i);
+	why = "not possible on this probe";
+	err = ev->ops && ev->ops->set_retval ?
+	      ev->ops->set_retval(x->vm, ev, args[0].i, &why) : -EPERM;
 	if (err)
-		return ktap_rt_error(x, "set_retval failed (%d)", err);
+		return ktap_rt_error(x, "e.set_retval(%lld) on %s refused: %s",
+				     args[0].i, ev->name ?: "?", why);
 	return 0;
 }
 
@@ -524,6 +579,13 @@ static noinline int ktap_forprep(struct ktap_exec *x, struct ktap_value *ra)
 		return ktap_rt_error(x, "'for' step is zero");
 	ra[0].i = (s64)((u64)ra[0].i - (u64)ra[2].i);
 	return 0;
+}
+
+/* CONFIG_KTAP_DEBUG_VM: is @pc outside the code of proto @p? */
+static inline bool ktap_pc_escaped(const struct ktap_vm *vm,
+				   const struct ktap_bc_proto *p, const u32 *pc)
+{
+	return (u32)(pc - vm->code) - p->code_start >= p->ncode;
 }
 
 /* Register operands of instruction i in the current frame. */
@@ -593,6 +655,9 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 	 * merging them back, as for kernel/bpf/core.c.
 	 */
 next:
+	if (IS_ENABLED(CONFIG_KTAP_DEBUG_VM) &&
+	    unlikely(ktap_pc_escaped(vm, p, pc)))
+		goto escaped;
 	i = *pc++;
 	goto *jumptable[KTAP_OP(i)];
 
@@ -629,7 +694,9 @@ op_SETGLOBAL:
 		goto obj_fail;
 	goto next;
 op_NEWTABLE: {
-	struct ktap_table *t = ktap_table_new(vm, KTAP_B(i), KTAP_C(i));
+	struct ktap_table *t = x->transient ?
+		ktap_table_new_temp(vm, KTAP_B(i), KTAP_C(i)) :
+		ktap_table_new(vm, KTAP_B(i), KTAP_C(i));
 
 	if (unlikely(!t)) {
 		err = ktap_obj_error(x, -ENOMEM);
@@ -740,9 +807,13 @@ op_NOT:
 	ktap_set_bool(RA, !ktap_truthy(RB));
 	goto next;
 op_LEN:
+	x->budget = budget;
 	err = ktap_len(x, *RB, RA);
+	budget = x->budget;
 	if (unlikely(err))
 		goto fail;
+	if (unlikely(budget < check))
+		goto tick;
 	goto next;
 op_CONCAT:
 	err = ktap_concat(x, *RB, *RC, RA);
@@ -847,6 +918,8 @@ op_CALLB: {
 	if (unlikely(err))
 		goto out;	/* x->pc: this call, or a callback's error */
 	*RA = ret;
+	if (unlikely(budget < check))
+		goto tick;
 	goto next;
 }
 
@@ -872,6 +945,8 @@ op_FORPREP:
 	if (unlikely(err))
 		goto fail;
 	pc += KTAP_SBX(i);
+	if (KTAP_SBX(i) < 0)
+		goto charge_loop;
 	goto next;
 op_FORLOOP: {
 	struct ktap_value *ra = RA;
@@ -958,9 +1033,14 @@ tick:
 		}
 		check = max_t(s64, budget - KTAP_MAIN_SLICE, 0);
 	}
-	i = *pc++;
-	goto *jumptable[KTAP_OP(i)];
+	goto next;
 
+escaped:
+	WARN_ONCE(1, "ktap: pc %td left proto %u [%u, +%u): verifier bug\n",
+		  pc - vm->code, proto, p->code_start, p->ncode);
+	err = ktap_rt_error(x, "internal error: control left the function");
+	x->pc = p->code_start;
+	goto out;
 fail_here:
 	pc++;		/* blame the instruction about to run */
 fail:
@@ -1069,7 +1149,9 @@ int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 	}
 	x.ctx = vm->cpu_ctx[smp_processor_id()];
 	x.ctx->hits++;
-	x.ctx->scratch_used = 0;
+	/* the previous firing's short-lived objects are dead: reuse them */
+	x.ctx->temp_used = 0;
+	x.transient = !ktap_is_end_probe(vm, ev);
 	if (ev)
 		ktap_set_obj(&arg, KTAP_TEVENT, ev);
 	x.budget = vm->insn_budget;

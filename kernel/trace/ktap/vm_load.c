@@ -8,13 +8,22 @@
  * every operand of every instruction, the probe table. The operand
  * checks are one generic loop over the operand kinds that the
  * KTAP_OPCODES X-macro declares, so adding an opcode needs no verifier
- * change. Rejections come from one error table and name the place,
- * e.g. "proto 2 insn 17 (JMP): jump target out of range".
+ * change.
+ *
+ * Control flow is checked the same way: ktap_insn_successors() derives
+ * every place control can go after an instruction from the opcode
+ * flags, and each must lie inside the instruction's function. With the
+ * functions tiling the code section exactly, the interpreter can only
+ * ever fetch verified words of the function it is running.
+ *
+ * Rejections come from one error table and name the place, e.g.
+ * "proto 2 insn 17 (JMP): jump target out of range".
  *
  * After loading, vm_exec.c runs the program and vm_obj.c provides its
  * objects; ktap_vm_free() releases everything.
  */
 #include <linux/cpumask.h>
+#include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
@@ -68,7 +77,7 @@ const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
 	C(CONST_TYPE,	"unknown constant type"),			\
 	C(CONST_STR,	"constant string out of bounds"),		\
 	C(CODE_RANGE,	"code range out of bounds"),			\
-	C(CODE_ORDER,	"code ranges overlap or are out of order"),	\
+	C(CODE_COVER,	"functions do not cover the code section exactly, in order"), \
 	C(EMPTY,	"function has no code"),			\
 	C(NREGS,	"bad frame size"),				\
 	C(UPV_RANGE,	"upvalue range out of bounds"),			\
@@ -90,10 +99,11 @@ const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
 	C(PROBE,	"probe out of range"),				\
 	C(SKIP,		"conditional not followed by JMP"),		\
 	C(MAIN_ONLY,	"only valid in the main chunk"),		\
-	C(LAST,		"function does not end with RETURN or JMP"),	\
+	C(ESCAPE,	"control can leave the function here"),	\
 	C(PROBE_TYPE,	"unknown probe type"),				\
 	C(PROBE_IDS,	"event id list out of bounds"),			\
 	C(LINES,	"line table does not match the code"),		\
+	C(BUDGET,	"instruction budget above KTAP_MAX_INSN_BUDGET"), \
 	C(NOMEM,	"out of memory")
 
 #undef C
@@ -132,7 +142,7 @@ static __printf(3, 4) int ktap_reject(struct ktap_loader *ld,
 		scnprintf(ld->log + n, ld->log_size - n, ": %s",
 			  ktap_verr_text[err]);
 	}
-	if (err == KTAP_VERR_TOO_BIG)
+	if (err == KTAP_VERR_TOO_BIG || err == KTAP_VERR_BUDGET)
 		return -E2BIG;
 	if (err == KTAP_VERR_NOMEM)
 		return -ENOMEM;
@@ -299,8 +309,12 @@ static int ktap_check_protos(struct ktap_loader *ld)
 		if ((u64)p->code_start + p->ncode > vm->ncode)
 			return ktap_reject(ld, KTAP_VERR_CODE_RANGE,
 					   "proto %u", i);
-		if (p->code_start < next_code)
-			return ktap_reject(ld, KTAP_VERR_CODE_ORDER,
+		/*
+		 * No word of the code section may lie outside every
+		 * function: the interpreter never runs an unverified one.
+		 */
+		if (p->code_start != next_code)
+			return ktap_reject(ld, KTAP_VERR_CODE_COVER,
 					   "proto %u", i);
 		next_code = p->code_start + p->ncode;
 		if (p->nregs > KTAP_MAX_REGS || p->nparams > p->nregs)
@@ -329,7 +343,39 @@ static int ktap_check_protos(struct ktap_loader *ld)
 						   "proto %u upvalue %u", i, j);
 		}
 	}
+	if (next_code != vm->ncode)
+		return ktap_reject(ld, KTAP_VERR_CODE_COVER, "code section");
 	return 0;
+}
+
+/**
+ * ktap_insn_successors - where control can go after one instruction
+ * @insn: the instruction (its opcode must be known)
+ * @pc: its index in its function
+ * @next: filled with up to KTAP_MAX_SUCCESSORS indexes in the same
+ *	  function's numbering (they may be out of range: that is what
+ *	  the verifier checks)
+ *
+ * Derived from the flags column of KTAP_OPCODES only, so that the
+ * verifier and the opcode table cannot disagree. A call returns to the
+ * next instruction; RETURN has no successor inside the function.
+ *
+ * Return: the number of successors written.
+ */
+u32 ktap_insn_successors(u32 insn, u32 pc, s64 next[KTAP_MAX_SUCCESSORS])
+{
+	u8 flags = ktap_opinfo[KTAP_OP(insn)].flags;
+	u32 n = 0;
+
+	if (flags & KTAP_OPF_END)
+		return 0;
+	if (!(flags & KTAP_OPF_GOTO))
+		next[n++] = (s64)pc + 1;
+	if (flags & KTAP_OPF_SKIP)
+		next[n++] = (s64)pc + 2;
+	if (flags & (KTAP_OPF_GOTO | KTAP_OPF_BRANCH))
+		next[n++] = (s64)pc + 1 + KTAP_SBX(insn);
+	return n;
 }
 
 /* The checks of one operand kind; see enum ktap_operand_kind. */
@@ -393,9 +439,9 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 	const struct ktap_bc_proto *p = &vm->protos[pi];
 	const u32 *code = vm->code + p->code_start;
 	const struct ktap_opinfo *info;
+	s64 opnd[3], succ[KTAP_MAX_SUCCESSORS];
 	enum ktap_verr err;
-	s64 opnd[3];
-	u32 pc, insn, op;
+	u32 pc, insn, op, nsucc;
 	int k;
 
 	for (pc = 0; pc < p->ncode; pc++) {
@@ -425,9 +471,14 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 		if (!err && (info->flags & KTAP_OPF_SKIP) &&
 		    (pc + 1 >= p->ncode || KTAP_OP(code[pc + 1]) != KTAP_OP_JMP))
 			err = KTAP_VERR_SKIP;
-		if (!err && pc + 1 == p->ncode && op != KTAP_OP_RETURN &&
-		    op != KTAP_OP_JMP)
-			err = KTAP_VERR_LAST;
+		/*
+		 * Every successor inside the function: no instruction can
+		 * fall off its end, skip past it or jump out of it.
+		 */
+		nsucc = err ? 0 : ktap_insn_successors(insn, pc, succ);
+		for (k = 0; k < nsucc; k++)
+			if (succ[k] < 0 || succ[k] >= p->ncode)
+				err = KTAP_VERR_ESCAPE;
 		if (err)
 			return ktap_reject(ld, err, "proto %u insn %u (%s)",
 					   pi, pc, info->name);
@@ -446,7 +497,9 @@ static int ktap_check_probes(struct ktap_loader *ld)
 		if (pr->type >= KTAP_PROBE__COUNT)
 			return ktap_reject(ld, KTAP_VERR_PROBE_TYPE,
 					   "probe %u", i);
-		if (pr->flags & ~KTAP_PROBE_F_RETURN)
+		if ((pr->flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
+		    ((pr->flags & KTAP_PROBE_F_OVERRIDE) &&
+		     pr->type != KTAP_PROBE_KPROBE))
 			return ktap_reject(ld, KTAP_VERR_FLAGS, "probe %u", i);
 		if (pr->__reserved[0] || pr->__reserved[1])
 			return ktap_reject(ld, KTAP_VERR_RESERVED,
@@ -473,6 +526,9 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 		return ktap_reject(ld, KTAP_VERR_MEM_LIMIT, "options");
 	vm->insn_budget = opts && opts->insn_budget ? opts->insn_budget :
 			  KTAP_DEFAULT_BUDGET;
+	if (vm->insn_budget > KTAP_MAX_INSN_BUDGET)
+		return ktap_reject(ld, KTAP_VERR_BUDGET, "options (%u > %u)",
+				   vm->insn_budget, KTAP_MAX_INSN_BUDGET);
 	vm->main_budget = KTAP_MAIN_BUDGET;
 	if (ktap_pool_init(&vm->pool, mem) ||
 	    ktap_strset_init(&vm->strs, mem))
@@ -483,10 +539,18 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 	if (!vm->globals || !vm->cpu_ctx)
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "globals");
 	for_each_possible_cpu(cpu) {
-		vm->cpu_ctx[cpu] = vzalloc(sizeof(*vm->cpu_ctx[cpu]));
+		vm->cpu_ctx[cpu] = vzalloc_node(sizeof(*vm->cpu_ctx[cpu]),
+						cpu_to_node(cpu));
 		if (!vm->cpu_ctx[cpu])
 			return ktap_reject(ld, KTAP_VERR_NOMEM, "stacks");
 	}
+	/* One region, so that ktap_is_temp() is a range check. */
+	vm->temp_size = clamp_t(size_t, mem / (2 * num_possible_cpus()),
+				KTAP_TEMP_MIN, KTAP_TEMP_MAX);
+	vm->temp_size = PAGE_ALIGN(vm->temp_size);
+	vm->temp = vmalloc_array(nr_cpu_ids, vm->temp_size);
+	if (!vm->temp)
+		return ktap_reject(ld, KTAP_VERR_NOMEM, "temporary arenas");
 	return 0;
 }
 
@@ -584,6 +648,7 @@ void ktap_vm_free(struct ktap_vm *vm)
 			vfree(vm->cpu_ctx[cpu]);
 		kfree(vm->cpu_ctx);
 	}
+	vfree(vm->temp);
 	kvfree(vm->globals);
 	kvfree(vm->consts);
 	ktap_strset_destroy(&vm->strs);

@@ -9,6 +9,11 @@
  * so a pointer to any object stays valid for the life of the session.
  * Table growth abandons the old array/hash parts in the pool.
  *
+ * A handler firing allocates its short-lived objects from its CPU's
+ * temporary arena instead (ktap_run_alloc()): only the firing running on
+ * that CPU uses it, and the next firing starts it afresh. A table whose
+ * header is in an arena keeps all its parts there.
+ *
  * Locking: strings are interned lock-free (cmpxchg into an insert-only
  * open-addressing set). Table reads and `+=` on an existing integer are
  * lock-free (see struct ktap_table): counting on every CPU shares no
@@ -136,6 +141,46 @@ void *ktap_alloc(struct ktap_vm *vm, size_t size)
 	return pool->base + old;
 }
 
+/**
+ * ktap_temp_alloc - allocate zeroed memory from this CPU's temporary arena
+ * @vm: the session
+ * @size: bytes wanted
+ *
+ * Only the run on this CPU (there is at most one: see ktap_vm_fire())
+ * allocates here, so no atomics are needed.
+ *
+ * Return: 8-byte aligned memory valid until the next firing on this CPU,
+ * or NULL when the arena is full.
+ */
+void *ktap_temp_alloc(struct ktap_vm *vm, size_t size)
+{
+	int cpu = raw_smp_processor_id();
+	struct ktap_ctx *ctx = vm->cpu_ctx[cpu];
+	char *p;
+
+	size = ALIGN(size, 8);
+	if (!vm->temp || size > vm->temp_size - ctx->temp_used)
+		return NULL;
+	p = vm->temp + (size_t)cpu * vm->temp_size + ctx->temp_used;
+	ctx->temp_used += size;
+	memset(p, 0, size);
+	return p;
+}
+
+/**
+ * ktap_run_alloc - allocate an object that may die with the current run
+ * @x: the run
+ * @size: bytes wanted
+ *
+ * Return: memory from the temporary arena in a handler firing, from the
+ * pool in the main chunk and END handlers; NULL when that is full.
+ */
+void *ktap_run_alloc(struct ktap_exec *x, size_t size)
+{
+	return x->transient ? ktap_temp_alloc(x->vm, size) :
+			      ktap_alloc(x->vm, size);
+}
+
 /* Strings. */
 
 int ktap_strset_init(struct ktap_strset *set, size_t mem_limit)
@@ -256,24 +301,23 @@ struct ktap_str *ktap_str_find(struct ktap_vm *vm, const struct ktap_str *s)
  * @s: bytes
  * @len: length of @s
  *
- * Taken from the run's scratch area (reset at every firing) so that
- * formatting event text does not consume the session pool. Falls back
- * to interning when the scratch area is full.
+ * In a handler firing, taken from the CPU's temporary arena so that
+ * formatting event text does not consume the session pool; it is
+ * interned if the script stores it. Elsewhere it is interned at once.
  *
  * Return: the string, or NULL when out of memory.
  */
 struct ktap_str *ktap_str_temp(struct ktap_exec *x, const char *s, u32 len)
 {
-	struct ktap_ctx *ctx = x->ctx;
-	size_t need = ALIGN(sizeof(struct ktap_str) + len + 1, 8);
 	struct ktap_str *str;
 
 	if (len > KTAP_STR_MAX)
 		return NULL;
-	if (need > KTAP_SCRATCH_SIZE - ctx->scratch_used)
+	if (!x->transient)
 		return ktap_str_intern(x->vm, s, len);
-	str = (struct ktap_str *)(ctx->scratch + ctx->scratch_used);
-	ctx->scratch_used += need;
+	str = ktap_temp_alloc(x->vm, sizeof(*str) + len + 1);
+	if (!str)
+		return NULL;
 	memcpy(str->data, s, len);
 	str->data[len] = '\0';
 	str->len = len;
@@ -287,18 +331,41 @@ struct ktap_str *ktap_str_temp(struct ktap_exec *x, const char *s, u32 len)
  * @vm: the session
  * @v: value, updated in place
  *
- * Temporary strings are interned; events and bound methods, which only
- * exist during one firing, cannot be stored.
+ * Temporary strings are interned and temporary statistics copied to the
+ * pool; events and bound methods, which only exist during one firing,
+ * and the tables, closures and iterators a firing created in its arena
+ * cannot be stored.
  *
- * Return: 0, -ENOMEM, or -EPERM for an event value.
+ * Return: 0, -ENOMEM, -EPERM for an event value, -EXDEV for an object
+ * of a firing's arena.
  */
 int ktap_value_persist(struct ktap_vm *vm, struct ktap_value *v)
 {
+	struct ktap_stat *st;
 	struct ktap_str *s;
 
 	if (unlikely(ktap_is_ephemeral(v)))
 		return -EPERM;
-	if (v->type != KTAP_TSTR || v->s->interned)
+	switch (v->type) {
+	case KTAP_TSTR:
+		break;
+	case KTAP_TSTAT:
+		if (!ktap_is_temp(vm, v->p))
+			return 0;
+		st = ktap_alloc(vm, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		*st = *(struct ktap_stat *)v->p;
+		v->p = st;
+		return 0;
+	case KTAP_TTABLE:
+	case KTAP_TFUNC:
+	case KTAP_TITER:
+		return ktap_is_temp(vm, v->p) ? -EXDEV : 0;
+	default:
+		return 0;
+	}
+	if (v->s->interned)
 		return 0;
 	s = __ktap_str_intern(vm, v->s->data, v->s->len, v->s->hash);
 	if (!s)
@@ -377,34 +444,44 @@ static void ktap_cell_read(const struct ktap_value *cell,
 	out->i = READ_ONCE(cell->i);
 }
 
+/* Memory for a part of @t: from @t's own arena (pool or temporary). */
+static void *ktap_table_alloc(struct ktap_vm *vm, const struct ktap_table *t,
+			      size_t size)
+{
+	return ktap_is_temp(vm, t) ? ktap_temp_alloc(vm, size) :
+				     ktap_alloc(vm, size);
+}
+
 static struct ktap_value *ktap_cell_new(struct ktap_vm *vm,
+					const struct ktap_table *t,
 					const struct ktap_value *v)
 {
-	struct ktap_value *cell = ktap_alloc(vm, sizeof(*cell));
+	struct ktap_value *cell = ktap_table_alloc(vm, t, sizeof(*cell));
 
 	if (cell)
 		*cell = *v;
 	return cell;
 }
 
-static struct ktap_hpart *ktap_hpart_new(struct ktap_vm *vm, u32 cap)
+static struct ktap_hpart *ktap_hpart_new(struct ktap_vm *vm,
+					 const struct ktap_table *t, u32 cap)
 {
-	struct ktap_hpart *h = ktap_alloc(vm, struct_size(h, n, cap));
+	struct ktap_hpart *h = ktap_table_alloc(vm, t, struct_size(h, n, cap));
 
 	if (h)
 		h->cap = cap;
 	return h;
 }
 
-struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash)
+static struct ktap_table *ktap_table_init(struct ktap_vm *vm,
+					  struct ktap_table *t, u32 narr,
+					  u32 nhash)
 {
-	struct ktap_table *t = ktap_alloc(vm, sizeof(*t));
-
 	if (!t)
 		return NULL;
 	raw_spin_lock_init(&t->lock);
 	if (narr) {
-		t->arr = ktap_alloc(vm, struct_size(t->arr, cell, narr));
+		t->arr = ktap_table_alloc(vm, t, struct_size(t->arr, cell, narr));
 		if (!t->arr)
 			return NULL;
 		t->arr->cap = narr;
@@ -412,11 +489,36 @@ struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash)
 	if (nhash) {
 		u32 cap = roundup_pow_of_two(max(nhash + nhash / 3 + 1, 4U));
 
-		t->hash = ktap_hpart_new(vm, cap);
+		t->hash = ktap_hpart_new(vm, t, cap);
 		if (!t->hash)
 			return NULL;
 	}
 	return t;
+}
+
+struct ktap_table *ktap_table_new(struct ktap_vm *vm, u32 narr, u32 nhash)
+{
+	return ktap_table_init(vm, ktap_alloc(vm, sizeof(struct ktap_table)),
+			       narr, nhash);
+}
+
+/**
+ * ktap_table_new_temp - a table that lives in this CPU's temporary arena
+ * @vm: the session
+ * @narr: array part size hint
+ * @nhash: hash part size hint
+ *
+ * For the tables a handler firing creates: it cannot be stored beyond
+ * the firing (ktap_value_persist() refuses it).
+ *
+ * Return: the table, or NULL when the arena is full.
+ */
+struct ktap_table *ktap_table_new_temp(struct ktap_vm *vm, u32 narr,
+				       u32 nhash)
+{
+	return ktap_table_init(vm,
+			       ktap_temp_alloc(vm, sizeof(struct ktap_table)),
+			       narr, nhash);
 }
 
 /* Lock-free lookup in hash part @h: the node of @key, or NULL. */
@@ -493,7 +595,7 @@ static int ktap_rehash(struct ktap_vm *vm, struct ktap_table *t)
 	/* Mostly deleted keys: rebuilding at the same size is enough. */
 	if (old && live * 2 < old->cap)
 		cap = old->cap;
-	h = ktap_hpart_new(vm, cap);
+	h = ktap_hpart_new(vm, t, cap);
 	if (!h)
 		return -ENOMEM;
 	for (i = 0; old && i < old->cap; i++)
@@ -516,7 +618,7 @@ static int ktap_grow_array(struct ktap_vm *vm, struct ktap_table *t)
 	struct ktap_value key;
 	struct ktap_node *node;
 
-	a = ktap_alloc(vm, struct_size(a, cell, cap));
+	a = ktap_table_alloc(vm, t, struct_size(a, cell, cap));
 	if (!a)
 		return -ENOMEM;
 	a->cap = cap;
@@ -608,7 +710,7 @@ static int ktap_cell_store(struct ktap_vm *vm, struct ktap_table *t,
 		WRITE_ONCE(cell->i, v->i);
 		return 0;
 	}
-	fresh = ktap_cell_new(vm, v);
+	fresh = ktap_cell_new(vm, t, v);
 	if (!fresh)
 		return -ENOMEM;
 	if (!cell)
@@ -705,15 +807,19 @@ int ktap_table_inc(struct ktap_vm *vm, struct ktap_table *t,
  * @vm: the session
  * @t: table
  * @len: result
+ * @max: most keys the walk may look at (the caller's budget)
  *
- * Return: 0.
+ * Return: 0, or -E2BIG when the border lies beyond @max.
  */
-int ktap_table_len(struct ktap_vm *vm, struct ktap_table *t, s64 *len)
+int ktap_table_len(struct ktap_vm *vm, struct ktap_table *t, s64 *len,
+		   s64 max)
 {
 	struct ktap_value k, **slot;
 	s64 n = 0;
 
 	for (;;) {
+		if (n >= max)
+			return -E2BIG;
 		ktap_value_int(&k, n + 1);
 		slot = ktap_cellp(t, &k);
 		/* pairs with ktap_cell_store() */
@@ -766,26 +872,36 @@ static void ktap_table_collect(struct ktap_table *t, struct ktap_iter *it,
 	}
 }
 
+/* Elements a walk of @t's parts touches. Under t->lock. */
+static u64 ktap_table_span(const struct ktap_table *t)
+{
+	return (u64)(t->arr ? t->arr->cap : 0) + (t->hash ? t->hash->cap : 0);
+}
+
 /**
  * ktap_table_iter - snapshot the entries of @t for pairs()
- * @vm: the session
+ * @x: the run; the walk is charged to its budget
  * @t: table
  * @err: set on failure
  *
- * The snapshot is allocated from the pool (it is not reclaimed before
- * the session ends), so later changes to @t do not affect iteration.
+ * The snapshot comes from ktap_run_alloc(): in a handler firing it dies
+ * with the firing. Later changes to @t do not affect iteration.
  *
- * Return: the iterator, or NULL with @err set.
+ * Return: the iterator, or NULL with @err set (a runtime error already
+ * recorded for a budget overrun, else an errno for ktap_obj_error()).
  */
-struct ktap_iter *ktap_table_iter(struct ktap_vm *vm, struct ktap_table *t,
+struct ktap_iter *ktap_table_iter(struct ktap_exec *x, struct ktap_table *t,
 				  int *err)
 {
 	struct ktap_iter *it = NULL;
 	u32 cap;
 
 	scoped_cond_guard(ktap_spin_try, *err = -EBUSY; return NULL, &t->lock) {
+		*err = ktap_charge(x, ktap_table_span(t));
+		if (*err)
+			return NULL;
 		cap = t->count;
-		it = ktap_alloc(vm, struct_size(it, e, cap));
+		it = ktap_run_alloc(x, struct_size(it, e, cap));
 		if (!it) {
 			*err = -ENOMEM;
 			return NULL;
@@ -890,17 +1006,18 @@ int ktap_ptable_add(struct ktap_vm *vm, struct ktap_ptable *pt,
 
 /**
  * ktap_ptable_get - s[key]: the aggregate of @key over all CPUs
- * @vm: the session
+ * @x: the run (the result is one of its short-lived objects)
  * @pt: ptable
  * @key: any value
- * @out: a statistic value (a fresh pool copy), or nil if never added
+ * @out: a statistic value (a fresh copy), or nil if never added
  *
  * Return: 0, -EINVAL, -ENOMEM or -EBUSY.
  */
-int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
+int ktap_ptable_get(struct ktap_exec *x, struct ktap_ptable *pt,
 		    const struct ktap_value *key, struct ktap_value *out)
 {
 	struct ktap_stat agg = {}, *st;
+	struct ktap_vm *vm = x->vm;
 	struct ktap_value k, **slot;
 	int err, cpu;
 
@@ -919,7 +1036,7 @@ int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
 	}
 	if (!agg.count)
 		return 0;
-	st = ktap_alloc(vm, sizeof(*st));
+	st = ktap_run_alloc(x, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
 	*st = agg;
@@ -927,44 +1044,102 @@ int ktap_ptable_get(struct ktap_vm *vm, struct ktap_ptable *pt,
 	return 0;
 }
 
+/* Snapshot order of ptable entries: by key, so equal keys are adjacent. */
+static int ktap_key_cmp(const struct ktap_value *a, const struct ktap_value *b);
+
+static int ktap_pair_key_cmp(const void *pa, const void *pb)
+{
+	const struct ktap_pair *a = pa, *b = pb;
+
+	return ktap_key_cmp(&a->key, &b->key);
+}
+
+/*
+ * Copy the statistics of one CPU's part into @e/@st (room for @cap
+ * more): the values, not pointers to cells other CPUs keep updating.
+ */
+static int ktap_ptable_collect(struct ktap_exec *x, struct ktap_table *t,
+			       struct ktap_pair *e, struct ktap_stat *st,
+			       u32 cap, u32 *n)
+{
+	u32 i;
+	int err;
+
+	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
+		err = ktap_charge(x, ktap_table_span(t));
+		if (err)
+			return err;
+		for (i = 0; t->hash && i < t->hash->cap && *n < cap; i++) {
+			struct ktap_node *node = &t->hash->n[i];
+			struct ktap_value *cell = node->cell;
+
+			if (!cell || cell->type != KTAP_TSTAT)
+				continue;
+			e[*n].key = node->key;
+			st[*n] = *(struct ktap_stat *)cell->p;
+			ktap_set_obj(&e[*n].val, KTAP_TSTAT, &st[*n]);
+			(*n)++;
+		}
+		for (i = 0; t->arr && i < t->arr->cap && *n < cap; i++) {
+			struct ktap_value *cell = t->arr->cell[i];
+
+			if (!cell || cell->type != KTAP_TSTAT)
+				continue;
+			ktap_value_int(&e[*n].key, (s64)i + 1);
+			st[*n] = *(struct ktap_stat *)cell->p;
+			ktap_set_obj(&e[*n].val, KTAP_TSTAT, &st[*n]);
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
 /**
  * ktap_ptable_iter - snapshot of @pt aggregated over CPUs, for pairs()
- * @vm: the session
+ * @x: the run; the work is charged to its budget
  * @pt: ptable
  * @err: set on failure
  *
+ * Copies every CPU's statistics, sorts them by key and merges equal
+ * keys: no table is built, and everything comes from ktap_run_alloc().
+ * Keys added while the parts are copied may be missed.
+ *
  * Return: an iterator whose values are statistics, or NULL.
  */
-struct ktap_iter *ktap_ptable_iter(struct ktap_vm *vm, struct ktap_ptable *pt,
+struct ktap_iter *ktap_ptable_iter(struct ktap_exec *x, struct ktap_ptable *pt,
 				   int *err)
 {
-	struct ktap_table *agg = ktap_table_new(vm, 0, 16);
-	struct ktap_iter *it, *one;
-	struct ktap_value **slot;
+	struct ktap_stat *st;
+	struct ktap_iter *it;
+	u32 cap = 0, n = 0, i, out;
 	int cpu;
-	u32 i;
 
+	for_each_possible_cpu(cpu)
+		cap += min_t(u32, READ_ONCE(pt->cpu[cpu]->count), U32_MAX - cap);
 	*err = -ENOMEM;
-	if (!agg)
+	if (cap > (U32_MAX - sizeof(*it)) / (sizeof(it->e[0]) + sizeof(*st)))
+		return NULL;
+	it = ktap_run_alloc(x, struct_size(it, e, cap));
+	st = ktap_run_alloc(x, (size_t)cap * sizeof(*st));
+	if (!it || (cap && !st))
 		return NULL;
 	for_each_possible_cpu(cpu) {
-		/* snapshot one CPU's part, then merge it into @agg (private) */
-		one = ktap_table_iter(vm, pt->cpu[cpu], err);
-		if (!one)
+		*err = ktap_ptable_collect(x, pt->cpu[cpu], it->e, st, cap, &n);
+		if (*err)
 			return NULL;
-		for (i = 0; i < one->n; i++) {
-			if (one->e[i].val.type != KTAP_TSTAT)
-				continue;
-			slot = ktap_stat_slot(vm, agg, &one->e[i].key, err);
-			if (!slot)
-				return NULL;
-			ktap_stat_merge((*slot)->p, one->e[i].val.p);
-		}
 	}
-	it = ktap_alloc(vm, struct_size(it, e, agg->count));
-	if (!it)
+	*err = ktap_charge(x, (u64)n * (ilog2(n | 1) + 1));
+	if (*err)
 		return NULL;
-	ktap_table_collect(agg, it, agg->count);
+	sort(it->e, n, sizeof(it->e[0]), ktap_pair_key_cmp, NULL);
+	for (i = 0, out = 0; i < n; i++) {
+		if (out && !ktap_key_cmp(&it->e[out - 1].key, &it->e[i].key)) {
+			ktap_stat_merge(it->e[out - 1].val.p, it->e[i].val.p);
+			continue;
+		}
+		it->e[out++] = it->e[i];
+	}
+	it->n = out;
 	*err = 0;
 	return it;
 }
@@ -1014,14 +1189,21 @@ static int ktap_node_cmp(const void *pa, const void *pb)
 
 /**
  * ktap_iter_sort - order an iterator's snapshot for sort_pairs()
+ * @x: the run; the comparisons are charged to its budget
  * @it: iterator, not yet advanced
  *
  * Numbers (and statistics, by count) descending, ties by key ascending,
  * non-numeric values last. Uses lib/sort.c: no allocation, no recursion.
+ *
+ * Return: 0, or the runtime error of a budget overrun.
  */
-void ktap_iter_sort(struct ktap_iter *it)
+int ktap_iter_sort(struct ktap_exec *x, struct ktap_iter *it)
 {
-	sort(it->e, it->n, sizeof(it->e[0]), ktap_node_cmp, NULL);
+	int err = ktap_charge(x, (u64)it->n * (ilog2(it->n | 1) + 1));
+
+	if (!err)
+		sort(it->e, it->n, sizeof(it->e[0]), ktap_node_cmp, NULL);
+	return err;
 }
 
 /* Globals and closed upvalues shared by all CPUs. */

@@ -465,6 +465,80 @@ static void m_last2(struct tb *tb)
 	tb->code[1] = I(LOADI, 0, 0, 0);
 }
 
+/* A conditional second to last: its skip lands past the function. */
+static void m_skip_end(struct tb *tb, u32 cond)
+{
+	tb->code[1] = cond;
+	tb_emit(tb, IBX(JMP, 0, -3));
+}
+
+static void m_eq_end(struct tb *tb)
+{
+	m_skip_end(tb, I(EQ, 0, 0, 0));
+}
+
+static void m_lt_end(struct tb *tb)
+{
+	m_skip_end(tb, I(LT, 1, 0, 0));
+}
+
+static void m_le_end(struct tb *tb)
+{
+	m_skip_end(tb, I(LE, 0, 0, 0));
+}
+
+static void m_eqk_end(struct tb *tb)
+{
+	m_skip_end(tb, I(EQK, 0, 0, tb_kint(tb, 1)));
+}
+
+static void m_test_end(struct tb *tb)
+{
+	m_skip_end(tb, I(TEST, 0, 0, 1));
+}
+
+/* The same shape at the end of a function followed by another one. */
+static void m_skip_into_next(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, I(LOADI, 0, 0, 0));
+	tb_emit(tb, I(TEST, 0, 0, 0));
+	tb_emit(tb, IBX(JMP, 0, -3));
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+/* A word after the last function, run by nobody, checked by nobody. */
+static void m_orphan_tail(struct tb *tb)
+{
+	tb->lines[tb->ncode] = 1;
+	tb->code[tb->ncode++] = IBX(LOADI, 101, 0);
+}
+
+/* A word between two functions. */
+static void m_orphan_gap(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 2);
+	tb_emit(tb, IBX(GETUPVAL, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb->protos[1].code_start++;
+	tb->protos[1].ncode--;
+}
+
+/* A backward FORLOOP whose target is before the function. */
+static void m_forloop_out(struct tb *tb)
+{
+	tb_func(tb, 0, 0, 8);
+	tb_emit(tb, IBX(FORLOOP, 0, -2));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+static void m_override_tp(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_TRACEPOINT)].flags =
+		KTAP_PROBE_F_OVERRIDE;
+}
+
 static void m_mainonly(struct tb *tb)
 {
 	tb_probe(tb, KTAP_PROBE_END);
@@ -489,7 +563,7 @@ static void m_ptype(struct tb *tb)
 
 static void m_pflags(struct tb *tb)
 {
-	tb->probes[tb_probe(tb, 0)].flags = 2;
+	tb->probes[tb_probe(tb, 0)].flags = 0x80;
 }
 
 static void m_presv2(struct tb *tb)
@@ -551,7 +625,11 @@ static const struct verr_case verr_cases[] = {
 	{ "const int len", m_cintlen, NULL, -EINVAL, "const 0: unused operand is not zero" },
 	{ "code range", m_crange, NULL, -EINVAL, "proto 0: code range out of bounds" },
 	{ "code order", m_order, NULL, -EINVAL,
-	  "proto 1: code ranges overlap or are out of order" },
+	  "proto 1: functions do not cover the code section exactly, in order" },
+	{ "orphan tail", m_orphan_tail, NULL, -EINVAL,
+	  "code section: functions do not cover the code section exactly, in order" },
+	{ "orphan gap", m_orphan_gap, NULL, -EINVAL,
+	  "proto 1: functions do not cover the code section exactly, in order" },
 	{ "empty", m_empty, NULL, -EINVAL, "proto 1: function has no code" },
 	{ "nparams", m_nparams, NULL, -EINVAL, "proto 0: bad frame size" },
 	{ "nregs", m_nregs, NULL, -EINVAL, "proto 0: bad frame size" },
@@ -614,7 +692,23 @@ static const struct verr_case verr_cases[] = {
 	{ "main only", m_mainonly, NULL, -EINVAL,
 	  "proto 1 insn 0 (ATTACH): only valid in the main chunk" },
 	{ "no return", m_last2, NULL, -EINVAL,
-	  "proto 0 insn 1 (LOADI): function does not end with RETURN or JMP" },
+	  "proto 0 insn 1 (LOADI): control can leave the function here" },
+	{ "EQ skips past the end", m_eq_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (EQ): control can leave the function here" },
+	{ "LT skips past the end", m_lt_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (LT): control can leave the function here" },
+	{ "LE skips past the end", m_le_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (LE): control can leave the function here" },
+	{ "EQK skips past the end", m_eqk_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (EQK): control can leave the function here" },
+	{ "TEST skips past the end", m_test_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (TEST): control can leave the function here" },
+	{ "skip into the next function", m_skip_into_next, NULL, -EINVAL,
+	  "proto 1 insn 1 (TEST): control can leave the function here" },
+	{ "FORLOOP before the function", m_forloop_out, NULL, -EINVAL,
+	  "proto 1 insn 0 (FORLOOP): jump target out of range" },
+	{ "override on a tracepoint", m_override_tp, NULL, -EINVAL,
+	  "probe 0: unknown flags" },
 	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
 	{ "probe flags", m_pflags, NULL, -EINVAL, "probe 0: unknown flags" },
 	{ "probe reserved", m_presv2, NULL, -EINVAL, "probe 0: reserved field is not zero" },
@@ -1412,7 +1506,8 @@ static int fe_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 	return 0;
 }
 
-static int fe_set_retval(struct ktap_vm *vm, struct ktap_event *ev, s64 v)
+static int fe_set_retval(struct ktap_vm *vm, struct ktap_event *ev, s64 v,
+			 const char **why)
 {
 	container_of(ev, struct fake_event, ev)->retval = v;
 	return 0;
@@ -1560,6 +1655,201 @@ static void t_budget_main(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ret, -EINVAL);
 }
 
+/* FORPREP jumping to itself is a loop like any other: charged. */
+static void t_budget_forprep(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb_main_attach(tb, KTAP_PROBE_TIMER);
+	tb_func(tb, 0, 1, 8);
+	tb->line = 3;
+	tb_emit(tb, IBX(LOADI, 1, 0));
+	tb_emit(tb, IBX(LOADI, 2, 10));
+	tb_emit(tb, IBX(LOADI, 3, 1));
+	tb_emit(tb, IBX(FORPREP, 1, -1));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 1000);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:3: instruction budget exceeded (1000)\n");
+}
+
+/* The budget has a ceiling: a handler's time in probe context is bounded. */
+static void t_budget_ceiling(struct kunit *test)
+{
+	struct ktap_vm_opts opts = { .insn_budget = KTAP_MAX_INSN_BUDGET + 1 };
+	struct tb *tb = tb_valid(test);
+	struct ktap_vm *vm;
+	char log[128];
+
+	tb_build(test, tb);
+	vm = ktap_vm_load(tb->img, tb->len, &opts, &fake_ops, NULL, log,
+			  sizeof(log));
+	KUNIT_EXPECT_EQ(test, PTR_ERR(vm), -E2BIG);
+	KUNIT_EXPECT_STREQ(test, log,
+			   "options (1000001 > 1000000): instruction budget above KTAP_MAX_INSN_BUDGET");
+	opts.insn_budget = KTAP_MAX_INSN_BUDGET;
+	vm = ktap_vm_load(tb->img, tb->len, &opts, &fake_ops, NULL, log,
+			  sizeof(log));
+	KUNIT_ASSERT_FALSE(test, IS_ERR(vm));
+	ktap_vm_free(vm);
+}
+
+/*
+ * The flags column gives every opcode with a jump target a way to take
+ * it, and none to an opcode without one; ktap_insn_successors() follows.
+ */
+static void t_successors(struct kunit *test)
+{
+	s64 next[KTAP_MAX_SUCCESSORS];
+	u32 op, n;
+
+	for (op = 0; op < KTAP_OP__COUNT; op++) {
+		const struct ktap_opinfo *info = &ktap_opinfo[op];
+		bool jumps = info->kind[1] == KTAP_OPK_JUMP;
+		u8 f = info->flags;
+
+		KUNIT_EXPECT_EQ_MSG(test, jumps,
+				    !!(f & (KTAP_OPF_GOTO | KTAP_OPF_BRANCH)),
+				    "%s", info->name);
+		KUNIT_EXPECT_FALSE_MSG(test, (f & KTAP_OPF_GOTO) &&
+				       (f & (KTAP_OPF_BRANCH | KTAP_OPF_SKIP)),
+				       "%s", info->name);
+		n = ktap_insn_successors(KTAP_INSN_BX(op, 0, -5), 10, next);
+		KUNIT_EXPECT_LE(test, n, KTAP_MAX_SUCCESSORS);
+		if (f & KTAP_OPF_END)
+			KUNIT_EXPECT_EQ_MSG(test, n, 0, "%s", info->name);
+		else if (f & KTAP_OPF_GOTO)
+			KUNIT_EXPECT_TRUE_MSG(test, n == 1 && next[0] == 6,
+					      "%s", info->name);
+		else if (f & (KTAP_OPF_SKIP | KTAP_OPF_BRANCH))
+			KUNIT_EXPECT_TRUE_MSG(test, n == 2 && next[0] == 11 &&
+					      next[1] == (f & KTAP_OPF_SKIP ? 12 : 6),
+					      "%s", info->name);
+		else
+			KUNIT_EXPECT_TRUE_MSG(test, n == 1 && next[0] == 11,
+					      "%s", info->name);
+	}
+}
+
+/* Main: g0 = { 1..1000 }; attach proto 1 to a timer probe. */
+static void tb_main_seq(struct tb *tb, int n)
+{
+	tb_probe(tb, KTAP_PROBE_TIMER);
+	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, IBX(LOADI, 2, n));
+	tb_emit(tb, IBX(LOADI, 3, 1));
+	tb_emit(tb, IBX(FORPREP, 1, 1));
+	tb_emit(tb, I(SETTABLE, 0, 4, 4));
+	tb_emit(tb, IBX(FORLOOP, 1, -2));
+	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, IBX(ATTACH, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+/* #t walks the sequence: each key looked at is charged. */
+static void t_budget_len(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb->hdr.nglobals = 1;
+	tb_main_seq(tb, 1000);
+	tb_func(tb, 0, 1, 8);
+	tb->line = 5;
+	tb_emit(tb, IBX(GETGLOBAL, 1, 0));
+	tb_emit(tb, I(LEN, 3, 1, 0));
+	tb_emit(tb, I(CALLB, 2, 1, KTAP_BI_print));
+	tb_emit(tb, I(MOVE, 3, 1, 0));
+	tb_emit(tb, I(CALLB, 2, 1, KTAP_BI_pairs));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 5000);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "1000\n");
+	vm->insn_budget = 900;
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "1000\nktap: error: test.kp:5: instruction budget exceeded (900)\n");
+}
+
+/*
+ * Snapshots, sorted snapshots, statistic reads, tables, closures and
+ * strings a handler makes die with its firing: the pool stays the same.
+ */
+static void t_temp_constant_memory(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm_stats st1, st2;
+	struct ktap_vm *vm;
+	int i;
+
+	tb->hdr.nglobals = 1;
+	tb_main_seq(tb, 1000);
+	tb_func(tb, 0, 1, 12);
+	tb_emit(tb, IBX(GETGLOBAL, 1, 0));
+	tb_emit(tb, I(MOVE, 3, 1, 0));
+	tb_emit(tb, I(CALLB, 2, 1, KTAP_BI_pairs));
+	tb_emit(tb, I(MOVE, 4, 1, 0));
+	tb_emit(tb, I(CALLB, 3, 1, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(NEWTABLE, 4, 0, 0));
+	tb_emit(tb, IBX(LOADI, 5, 1));
+	tb_emit(tb, I(SETTABLE, 4, 5, 1));	/* t2[1] = t: temp table */
+	tb_emit(tb, IBX(LOADK, 5, tb_kstr(tb, "ab")));
+	tb_emit(tb, I(CONCAT, 5, 5, 5));
+	tb_emit(tb, I(CONCAT, 5, 5, 5));
+	tb_emit(tb, IBX(CLOSURE, 6, 2));
+	tb_emit(tb, I(MOVE, 8, 1, 0));
+	tb_emit(tb, I(MOVE, 9, 6, 0));
+	tb_emit(tb, I(CALLB, 7, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 1, 2, 3);		/* function (a, b) return a < b end */
+	tb_emit(tb, I(LT, 0, 0, 1));
+	tb_emit(tb, IBX(JMP, 0, 1));
+	tb_emit(tb, I(LOADBOOL, 2, 1, 0));
+	tb_emit(tb, I(RETURN, 2, 1, 0));
+	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
+	KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0, "%s",
+			    fake_text(h));
+	ktap_vm_stats(vm, &st1);
+	for (i = 0; i < 100; i++)
+		KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0,
+				    "%s", fake_text(h));
+	ktap_vm_stats(vm, &st2);
+	KUNIT_EXPECT_EQ(test, st2.mem_used, st1.mem_used);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
+/* What a firing made in its arena cannot be kept beyond it. */
+static void t_temp_store_refused(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb->hdr.nglobals = 1;
+	tb_main_attach(tb, KTAP_PROBE_TIMER);
+	tb_func(tb, 0, 1, 4);
+	tb->line = 7;
+	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
+	tb_emit(tb, IBX(SETGLOBAL, 1, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:7: a table, function or iterator created by a handler cannot be kept beyond its run\n");
+	KUNIT_EXPECT_EQ(test, vm->globals[0].type, KTAP_TNIL);
+}
+
 /* A handler exactly within budget completes. */
 static void t_budget_exact(struct kunit *test)
 {
@@ -1606,6 +1896,7 @@ static void t_concurrency(struct kunit *test)
 {
 	struct fake_host *h = fake_new(test);
 	struct tb *tb = tb_new(test);
+	struct ktap_exec x = { .main = true };
 	struct ktap_value key, out;
 	struct stress *st;
 	struct ktap_vm *vm;
@@ -1663,7 +1954,9 @@ static void t_concurrency(struct kunit *test)
 	}
 	KUNIT_EXPECT_EQ(test, total, (s64)n * loops);
 	ktap_value_str(vm, &key, "k", 1);
-	KUNIT_ASSERT_EQ(test, ktap_ptable_get(vm, vm->globals[1].p, &key, &out), 0);
+	x.vm = vm;
+	x.budget = KTAP_MAX_INSN_BUDGET;
+	KUNIT_ASSERT_EQ(test, ktap_ptable_get(&x, vm->globals[1].p, &key, &out), 0);
 	KUNIT_ASSERT_EQ(test, out.type, KTAP_TSTAT);
 	KUNIT_EXPECT_EQ(test, ((struct ktap_stat *)out.p)->count, (s64)n * loops);
 	KUNIT_EXPECT_EQ(test, ((struct ktap_stat *)out.p)->sum, (s64)3 * n * loops);
@@ -1982,7 +2275,8 @@ static void t_table_growth(struct kunit *test)
 	}
 	ktap_table_count(t, &n);
 	KUNIT_EXPECT_EQ(test, n, 3000 + 5000);
-	KUNIT_EXPECT_EQ(test, ktap_table_len(vm, t, &n), 0);
+	KUNIT_EXPECT_EQ(test, ktap_table_len(vm, t, &n, 3000), -E2BIG);
+	KUNIT_EXPECT_EQ(test, ktap_table_len(vm, t, &n, 3001), 0);
 	KUNIT_EXPECT_EQ(test, n, 3000);
 	for (i = 1; i <= 3000; i++) {
 		ktap_value_int(&k, i);
@@ -2073,6 +2367,8 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_verify_valid),
 	KUNIT_CASE(t_verify_hdr_ext),
 	KUNIT_CASE(t_verify_mem_limit),
+	KUNIT_CASE(t_budget_ceiling),
+	KUNIT_CASE(t_successors),
 	KUNIT_CASE(t_verify_truncated),
 	KUNIT_CASE(t_verify_bitflips),
 	KUNIT_CASE_PARAM(t_prog, prog_gen_params),
@@ -2083,6 +2379,10 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_budget_handler),
 	KUNIT_CASE_SLOW(t_budget_main),
 	KUNIT_CASE(t_budget_exact),
+	KUNIT_CASE(t_budget_forprep),
+	KUNIT_CASE(t_budget_len),
+	KUNIT_CASE(t_temp_constant_memory),
+	KUNIT_CASE(t_temp_store_refused),
 	KUNIT_CASE(t_recursion),
 	KUNIT_CASE(t_concurrency),
 	KUNIT_CASE(t_concurrency_growth),
