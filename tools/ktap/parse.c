@@ -32,6 +32,7 @@ struct kp_parser {
 	int			npending;	/* locals declared, not active */
 	int			special;	/* last call was a statement-only library call */
 	int			ansi;		/* last call was an ansi.* helper */
+	int			nretval;	/* `.set_retval`s seen so far */
 };
 
 /* Builtins callable by name (KTAP_BUILTINS). */
@@ -587,6 +588,22 @@ static void funcargs(struct kp_parser *P, struct kp_exp *f, uint32_t line,
 
 /* ---- library calls: kdebug.*, timer.*, ansi.* ---- */
 
+/*
+ * A handler that may call e.set_retval() asks, through the probe flag,
+ * for the right to skip the probed function: the kernel grants it only
+ * to a kprobe at the entry of an error-injectable function and refuses
+ * the image otherwise, naming the function.
+ */
+static void mark_override(struct kp_parser *P, uint32_t first, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = first; i < first + n && i < P->S->img->nprobes; i++) {
+		if (P->S->img->probes[i].type == KTAP_PROBE_KPROBE)
+			P->S->img->probes[i].flags |= KTAP_PROBE_F_OVERRIDE;
+	}
+}
+
 /* Parse "(spec, fn)" or "(fn)" of a probe call and emit the ATTACHes. */
 static void attach_call(struct kp_parser *P, const char *what,
 			const struct kp_token *at, int nspec,
@@ -598,7 +615,7 @@ static void attach_call(struct kp_parser *P, const char *what,
 	struct kp_evinfo ev;
 	uint32_t first = 0, n = 0, i;
 	uint32_t line = at->line;
-	int r, ok = 1;
+	int r, ok = 1, nretval, override;
 
 	memset(&ev, 0, sizeof(ev));
 	if (fs->prev)
@@ -627,8 +644,11 @@ static void attach_call(struct kp_parser *P, const char *what,
 		}
 		next(P);
 	}
+	nretval = P->nretval;
 	expr_nested(P, &fn);
 	check_match(P, TK_RPAREN, TK_LPAREN, line);
+	/* a function literal shows what it does; a name may be any function */
+	override = P->nretval > nretval || (P->nretval && fn.k != VRELOC);
 	r = kp_exp2anyreg(P->S, fs, &fn);
 	if (!ok)
 		return;
@@ -667,6 +687,8 @@ static void attach_call(struct kp_parser *P, const char *what,
 						    strlen(text)), ns);
 		n = 1;
 	}
+	if (override)
+		mark_override(P, first, n);
 	for (i = 0; i < n; i++)
 		kp_code_abx(P->S, fs, KTAP_OP_ATTACH, r, (int)(first + i));
 }
@@ -847,6 +869,8 @@ static void fieldkey(struct kp_parser *P, struct kp_exp *k)
 
 	if (t->type != TK_NAME)
 		error_expected(P, "a field name");
+	if (t->str.len == 10 && !memcmp(t->str.s, "set_retval", 10))
+		P->nretval++;
 	set_const_str(k, t->str.s, t->str.len);
 	next(P);
 }
@@ -1416,7 +1440,7 @@ static void handler(struct kp_parser *P, const char *name, uint32_t line,
 		    int has_event)
 {
 	struct kp_fstate nfs, *fs = P->fs;
-	int flist = KP_NO_JUMP, r;
+	int flist = KP_NO_JUMP, r, nretval;
 	uint32_t i;
 
 	open_func(P, &nfs, name, line);
@@ -1439,7 +1463,10 @@ static void handler(struct kp_parser *P, const char *name, uint32_t line,
 		P->no_slash = 0;
 		checknext(P, TK_SLASH);
 	}
+	nretval = P->nretval;
 	block(P);
+	if (P->nretval > nretval)
+		mark_override(P, first, n);
 	kp_patchtohere(P->S, &nfs, flist);
 	close_func(P);
 	r = fs->freereg;

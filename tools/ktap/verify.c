@@ -83,7 +83,7 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 	for (i = 0; i < h->protos.count; i++) {
 		uint32_t j;
 
-		if (!p[i].ncode || p[i].code_start < next ||
+		if (!p[i].ncode || p[i].code_start != next ||
 		    (uint64_t)p[i].code_start + p[i].ncode > h->code.count ||
 		    p[i].nregs > KTAP_MAX_REGS || p[i].nparams > p[i].nregs ||
 		    p[i].__reserved ||
@@ -106,6 +106,8 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 				FAIL("proto %u upvalue %u", i, j);
 		}
 	}
+	if (next != h->code.count)
+		FAIL("code not covered by functions");
 	for (i = 0; i < h->protos.count; i++) {
 		const uint32_t *c = code + p[i].code_start;
 
@@ -185,14 +187,25 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 			    (pc + 1 >= p[i].ncode ||
 			     KTAP_OP(c[pc + 1]) != KTAP_OP_JMP))
 				FAIL("proto %u insn %u: not followed by JMP", i, pc);
-			if (pc + 1 == p[i].ncode && op != KTAP_OP_RETURN &&
-			    op != KTAP_OP_JMP)
-				FAIL("proto %u: does not end with RETURN", i);
+			/* every successor inside the function (vm_load.c) */
+			if (!(vinfo[op].flags & KTAP_OPF_END)) {
+				int64_t t = (int64_t)pc + 1 + KTAP_SBX(insn);
+				int jumps = vinfo[op].flags &
+					    (KTAP_OPF_GOTO | KTAP_OPF_BRANCH);
+
+				if ((!(vinfo[op].flags & KTAP_OPF_GOTO) &&
+				     pc + 1 >= p[i].ncode) ||
+				    ((vinfo[op].flags & KTAP_OPF_SKIP) &&
+				     pc + 2 >= p[i].ncode) ||
+				    (jumps && (t < 0 || t >= p[i].ncode)))
+					FAIL("proto %u insn %u: control leaves the function",
+					     i, pc);
+			}
 		}
 	}
 	for (i = 0; i < h->probes.count; i++) {
 		if (pr[i].type >= KTAP_PROBE__COUNT ||
-		    (pr[i].flags & ~KTAP_PROBE_F_RETURN) ||
+		    (pr[i].flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
 		    pr[i].__reserved[0] || pr[i].__reserved[1] ||
 		    (uint64_t)pr[i].ids_start + pr[i].nids > h->words.count)
 			FAIL("probe %u", i);
