@@ -220,18 +220,27 @@ else
 	ktap_test_fail "SIGKILL of a tracing ktap leaves no session (had $had, left $(ls "$SESSIONS" | wc -l))"
 fi
 
-# 10. set_retval is refused on a function that is not error-injectable
+# 10. set_retval is refused where it would fake a failure after the fact
+# (a return probe) and on a function that is not error-injectable, each
+# time with a message that names the function and the rule
 cat > "$T/retval.kp" <<'EOF'
 kdebug.probe("kprobe:do_sys_openat2!", function (e) {
     e.set_retval(-1)
 })
 EOF
+cat > "$T/retval2.kp" <<'EOF'
+kdebug.probe("kprobe:do_sys_openat2", function (e) {
+    e.set_retval(-1)
+})
+EOF
 run_traced 3 "$T/rv.out" "$T/retval.kp"
-if grep -qiE 'error|not permitted|EPERM' "$T/rv.out" && cat /proc/version > /dev/null; then
-	ktap_test_pass "set_retval on a non-injectable function is an error: $(grep -iE 'error|EPERM' "$T/rv.out" | head -1)"
+run_traced 3 "$T/rv2.out" "$T/retval2.kp"
+if grep -q "do_sys_openat2.*entry.*not a return probe" "$T/rv.out" &&
+   grep -q "do_sys_openat2.*not on the kernel's error-injection list" "$T/rv2.out"; then
+	ktap_test_pass "set_retval refused on a return probe and a non-injectable function"
 else
-	sed 's/^/# /' "$T/rv.out" | head -5
-	ktap_test_fail "set_retval on a non-injectable function is an error"
+	sed 's/^/# /' "$T/rv.out" "$T/rv2.out" | head -10
+	ktap_test_fail "set_retval refused on a return probe and a non-injectable function"
 fi
 
 # 11. a kprobe target the kernel does not have: the tool leaves the check
