@@ -44,6 +44,7 @@
 #define KTAP_TEMP_MIN		(64 * 1024)
 #define KTAP_TEMP_MAX		(1024 * 1024)
 #define KTAP_ERR_SIZE		160
+#define KTAP_OUT_BYTES_PER_UNIT	8	/* output bytes charged as one insn */
 
 /*
  * Script calls use the VM's frames, but every ktap_vm_call() nests a

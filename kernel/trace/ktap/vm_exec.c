@@ -125,10 +125,21 @@ int ktap_charge(struct ktap_exec *x, u64 n)
 	return 0;
 }
 
+/**
+ * ktap_write - emit one output record of the run
+ * @x: the run
+ * @buf: the text
+ * @len: its length
+ *
+ * Formatting and copying a record costs far more than an instruction, so
+ * every KTAP_OUT_BYTES_PER_UNIT bytes are charged as one unit of the
+ * budget (the caller's next budget check ends an overrun run).
+ */
 void ktap_write(struct ktap_exec *x, const char *buf, size_t len)
 {
 	const struct ktap_host_ops *ops = x->vm->host_ops;
 
+	x->budget -= len / KTAP_OUT_BYTES_PER_UNIT;
 	if (ops && ops->write && len)
 		ops->write(x->vm->host, buf, len);
 }

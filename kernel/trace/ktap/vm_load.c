@@ -104,6 +104,7 @@ const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
 	C(PROBE_IDS,	"event id list out of bounds"),			\
 	C(LINES,	"line table does not match the code"),		\
 	C(BUDGET,	"instruction budget above KTAP_MAX_INSN_BUDGET"), \
+	C(OVERRIDE,	"only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)"), \
 	C(NOMEM,	"out of memory")
 
 #undef C
@@ -497,10 +498,11 @@ static int ktap_check_probes(struct ktap_loader *ld)
 		if (pr->type >= KTAP_PROBE__COUNT)
 			return ktap_reject(ld, KTAP_VERR_PROBE_TYPE,
 					   "probe %u", i);
-		if ((pr->flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
-		    ((pr->flags & KTAP_PROBE_F_OVERRIDE) &&
-		     pr->type != KTAP_PROBE_KPROBE))
+		if (pr->flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE))
 			return ktap_reject(ld, KTAP_VERR_FLAGS, "probe %u", i);
+		if ((pr->flags & KTAP_PROBE_F_OVERRIDE) &&
+		    pr->type != KTAP_PROBE_KPROBE)
+			return ktap_reject(ld, KTAP_VERR_OVERRIDE, "probe %u", i);
 		if (pr->__reserved[0] || pr->__reserved[1])
 			return ktap_reject(ld, KTAP_VERR_RESERVED,
 					   "probe %u", i);

@@ -708,7 +708,7 @@ static const struct verr_case verr_cases[] = {
 	{ "FORLOOP before the function", m_forloop_out, NULL, -EINVAL,
 	  "proto 1 insn 0 (FORLOOP): jump target out of range" },
 	{ "override on a tracepoint", m_override_tp, NULL, -EINVAL,
-	  "probe 0: unknown flags" },
+	  "probe 0: only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)" },
 	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
 	{ "probe flags", m_pflags, NULL, -EINVAL, "probe 0: unknown flags" },
 	{ "probe reserved", m_presv2, NULL, -EINVAL, "probe 0: reserved field is not zero" },
