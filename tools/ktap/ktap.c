@@ -30,6 +30,7 @@ struct opts {
 	const char	*src;		/* -e / -s source */
 	const char	*out;		/* -o */
 	int		pid, cpu;
+	unsigned int	budget, mem_kb;	/* -B, -M: 0 for the defaults */
 	int		timestamps, verbose, quiet, dry, bytecode;
 	char		**args;		/* script arguments */
 	int		nargs;
@@ -59,6 +60,8 @@ static void usage(FILE *f)
 	      "  -v         verbose: probes, hits, drops, memory\n"
 	      "  -q         do not print \"Tracing... Hit Ctrl-C to end.\"\n"
 	      "  -d         dry run: attach the probes, run no handler\n"
+	      "  -B N       instruction budget of one handler run (default 100000)\n"
+	      "  -M KB      session memory in KiB (default 4096)\n"
 	      "  -s EVENT   trace EVENT { print(cpu, tid, execname, argstr) }\n"
 	      "  -b         print the bytecode and exit (needs no kernel)\n"
 	      "  -le [GLOB] list events (SYSTEM:EVENT) matching GLOB\n"
@@ -260,6 +263,8 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	attr.log_size = sizeof(log);
 	attr.log_buf = (uintptr_t)log;
 	attr.pid = o->pid >= 0 ? o->pid : child > 0 ? child : -1;
+	attr.insn_budget = o->budget;
+	attr.mem_limit_kb = o->mem_kb;
 	attr.cpu = o->cpu;
 	log[0] = '\0';
 	if (ioctl(fd, KTAP_IOC_LOAD, &attr)) {
@@ -411,7 +416,8 @@ int main(int argc, char **argv)
 			o.bytecode = 1;
 		} else if (!strcmp(a, "-e") || !strcmp(a, "-o") ||
 			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
-			   !strcmp(a, "-s")) {
+			   !strcmp(a, "-s") || !strcmp(a, "-B") ||
+			   !strcmp(a, "-M")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ktap: %s needs an argument\n", a);
 				usage(stderr);
@@ -426,6 +432,10 @@ int main(int argc, char **argv)
 				o.pid = (int)parse_int(argv[i], a);
 			} else if (a[1] == 'C') {
 				o.cpu = (int)parse_int(argv[i], a);
+			} else if (a[1] == 'B') {
+				o.budget = (unsigned int)parse_int(argv[i], a);
+			} else if (a[1] == 'M') {
+				o.mem_kb = (unsigned int)parse_int(argv[i], a);
 			} else {
 				size_t n = strlen(argv[i]) + 64;
 				char *s = malloc(n);
