@@ -20,27 +20,65 @@
 #define KTAP_CONTROL	"/sys/kernel/tracing/ktap/control"
 #define KTAP_SESSIONS	"/sys/kernel/tracing/ktap/sessions"
 
-#define KI_MAX		64
+/*
+ * Capacities. A test that needs larger images defines them before it
+ * includes this file (ktap_gen_fuzz.c does).
+ */
+#ifndef KI_MAX
+#define KI_MAX		64	/* code words of a function, consts, words */
+#endif
+#ifndef KI_FUNCS
+#define KI_FUNCS	8	/* functions */
+#endif
+#ifndef KI_PROBES
+#define KI_PROBES	8	/* probes */
+#endif
+#ifndef KI_STRTAB
+#define KI_STRTAB	1024	/* bytes of string table */
+#endif
+#ifndef KI_GAPS
+#define KI_GAPS		16	/* code words that no function covers */
+#endif
 
+/*
+ * Fields past nregs are zero unless a test sets them: upvalues (see
+ * ki_upval()) and @ngap words of ki_image.gap laid out just before this
+ * function's code, inside the code section but in no function.
+ */
 struct ki_func {
 	uint32_t code[KI_MAX];
 	uint32_t ncode;
 	uint8_t nparams;
 	uint8_t nregs;
 	uint32_t parent;
+	uint32_t upval_start;
+	uint16_t nupvals;
+	uint32_t ngap;
 };
 
+/*
+ * Fields past nw are zero unless a test sets them: upvalue descriptors,
+ * the gap words (ki_gap()), how many of them go after the last function
+ * (@ntail), the header's nglobals, and @lines: emit a line table.
+ */
 struct ki_image {
-	struct ki_func f[8];
+	struct ki_func f[KI_FUNCS];
 	uint32_t nf;
 	struct ktap_bc_const k[KI_MAX];
 	uint32_t nk;
-	char str[1024];
+	char str[KI_STRTAB];
 	uint32_t nstr;
-	struct ktap_bc_probe p[8];
+	struct ktap_bc_probe p[KI_PROBES];
 	uint32_t np;
 	uint32_t w[KI_MAX];
 	uint32_t nw;
+	struct ktap_bc_upval uv[KI_MAX];
+	uint32_t nuv;
+	uint32_t gap[KI_GAPS];
+	uint32_t ngap;
+	uint32_t ntail;
+	uint32_t nglobals;
+	int lines;
 };
 
 static inline uint32_t ki_str(struct ki_image *im, const char *s)
@@ -59,6 +97,9 @@ static inline uint32_t ki_kstr(struct ki_image *im, const char *s)
 {
 	struct ktap_bc_const *k = &im->k[im->nk];
 
+	if (im->nk >= KI_MAX)
+		abort();
+
 	k->type = KTAP_BC_CONST_STR;
 	k->len = strlen(s);
 	k->val = ki_str(im, s);
@@ -68,6 +109,9 @@ static inline uint32_t ki_kstr(struct ki_image *im, const char *s)
 static inline uint32_t ki_kint(struct ki_image *im, int64_t v)
 {
 	struct ktap_bc_const *k = &im->k[im->nk];
+
+	if (im->nk >= KI_MAX)
+		abort();
 
 	k->type = KTAP_BC_CONST_INT;
 	k->len = 0;
@@ -81,6 +125,8 @@ static inline struct ki_func *ki_func(struct ki_image *im, uint8_t nparams,
 {
 	struct ki_func *f = &im->f[im->nf];
 
+	if (im->nf >= KI_FUNCS)
+		abort();
 	f->nparams = nparams;
 	f->nregs = nregs;
 	f->parent = im->nf ? 0 : KTAP_BC_NO_STR;
@@ -102,6 +148,8 @@ static inline uint32_t ki_probe(struct ki_image *im, uint32_t type,
 {
 	struct ktap_bc_probe *p = &im->p[im->np];
 
+	if (im->np >= KI_PROBES || im->nw + nids > KI_MAX)
+		abort();
 	p->type = type;
 	p->flags = flags;
 	p->spec = ki_str(im, spec);
@@ -109,9 +157,46 @@ static inline uint32_t ki_probe(struct ki_image *im, uint32_t type,
 	p->arg = arg;
 	p->ids_start = im->nw;
 	p->nids = nids;
-	memcpy(im->w + im->nw, ids, nids * sizeof(*ids));
+	if (nids)
+		memcpy(im->w + im->nw, ids, nids * sizeof(*ids));
 	im->nw += nids;
 	return im->np++;
+}
+
+/*
+ * Give function @f one more upvalue: capture register @index of the
+ * enclosing function (@in_stack 1) or its upvalue @index (0). A
+ * function's upvalues are contiguous: add them before the next one's.
+ */
+static inline void ki_upval(struct ki_image *im, struct ki_func *f,
+			    uint8_t in_stack, uint8_t index)
+{
+	if (im->nuv >= KI_MAX)
+		abort();
+	if (!f->nupvals)
+		f->upval_start = im->nuv;
+	else if (f->upval_start + f->nupvals != im->nuv)
+		abort();
+	im->uv[im->nuv].in_stack = in_stack;
+	im->uv[im->nuv].index = index;
+	im->nuv++;
+	f->nupvals++;
+}
+
+/*
+ * A code word that belongs to no function: before @f's code, or after
+ * the last function's when @f is NULL. Add them in layout order.
+ */
+static inline void ki_gap(struct ki_image *im, struct ki_func *f,
+			  uint32_t word)
+{
+	if (im->ngap >= KI_GAPS)
+		abort();
+	im->gap[im->ngap++] = word;
+	if (f)
+		f->ngap++;
+	else
+		im->ntail++;
 }
 
 static inline size_t ki_align(size_t n)
@@ -123,16 +208,21 @@ static inline size_t ki_align(size_t n)
 static inline void *ki_build(struct ki_image *im, size_t *lenp)
 {
 	struct ktap_bc_header h = { 0 };
-	struct ktap_bc_proto pr[8];
-	uint32_t code[8 * KI_MAX], ncode = 0, i;
+	struct ktap_bc_proto pr[KI_FUNCS];
+	uint32_t code[KI_FUNCS * KI_MAX + KI_GAPS], lines[KI_FUNCS * KI_MAX + KI_GAPS];
+	uint32_t ncode = 0, ngap = 0, nlines, i, j;
 	size_t off = ki_align(sizeof(h));
 	char *buf;
 
 	memset(pr, 0, sizeof(pr));
 	h.chunkname = ki_str(im, "selftest");
 	for (i = 0; i < im->nf; i++) {
+		for (j = 0; j < im->f[i].ngap && ngap < im->ngap; j++)
+			code[ncode++] = im->gap[ngap++];
 		pr[i].code_start = ncode;
 		pr[i].ncode = im->f[i].ncode;
+		pr[i].upval_start = im->f[i].upval_start;
+		pr[i].nupvals = im->f[i].nupvals;
 		pr[i].nparams = im->f[i].nparams;
 		pr[i].nregs = im->f[i].nregs;
 		pr[i].parent = im->f[i].parent;
@@ -141,6 +231,11 @@ static inline void *ki_build(struct ki_image *im, size_t *lenp)
 		memcpy(code + ncode, im->f[i].code, im->f[i].ncode * 4);
 		ncode += im->f[i].ncode;
 	}
+	while (ngap < im->ngap)
+		code[ncode++] = im->gap[ngap++];
+	nlines = im->lines ? ncode : 0;
+	for (i = 0; i < nlines; i++)
+		lines[i] = i + 1;
 #define KI_SECT(field, cnt, sz) do {				\
 		h.field.off = (cnt) ? off : 0;			\
 		h.field.count = (cnt);				\
@@ -150,6 +245,8 @@ static inline void *ki_build(struct ki_image *im, size_t *lenp)
 	KI_SECT(consts, im->nk, sizeof(struct ktap_bc_const));
 	KI_SECT(strtab, im->nstr, 1);
 	KI_SECT(code, ncode, 4);
+	KI_SECT(lines, nlines, 4);
+	KI_SECT(upvals, im->nuv, sizeof(struct ktap_bc_upval));
 	KI_SECT(probes, im->np, sizeof(struct ktap_bc_probe));
 	KI_SECT(words, im->nw, 4);
 #undef KI_SECT
@@ -157,6 +254,7 @@ static inline void *ki_build(struct ki_image *im, size_t *lenp)
 	h.abi_version = KTAP_ABI_VERSION;
 	h.hdr_size = sizeof(h);
 	h.total_size = off;
+	h.nglobals = im->nglobals;
 	buf = calloc(1, off);
 	if (!buf)
 		abort();
@@ -166,6 +264,10 @@ static inline void *ki_build(struct ki_image *im, size_t *lenp)
 		memcpy(buf + h.consts.off, im->k, im->nk * sizeof(*im->k));
 	memcpy(buf + h.strtab.off, im->str, im->nstr);
 	memcpy(buf + h.code.off, code, ncode * 4);
+	if (nlines)
+		memcpy(buf + h.lines.off, lines, nlines * 4);
+	if (im->nuv)
+		memcpy(buf + h.upvals.off, im->uv, im->nuv * sizeof(*im->uv));
 	if (im->np)
 		memcpy(buf + h.probes.off, im->p, im->np * sizeof(*im->p));
 	if (im->nw)
