@@ -10,22 +10,25 @@
 #   make tools                       build tools/ktap (standalone)
 #   make series                      regenerate series/ from harness/series.plan
 #   make bench                       the benchmark (harness/bench)
+#   make fuzz [FUZZ_COUNT=100000]    generated-image fuzzer, debug kernel (harness/fuzz)
 #   make clean | distclean
 #
 # Variables reach the harness scripts through the environment, so CMD, E and
 # ARGS may contain any quoting.
 
 export CMD SCRIPT E ARGS KERNEL_SRC KTAP_CACHE
+export FUZZ_COUNT FUZZ_SEED FUZZ_KERNEL FUZZ_TIMEOUT FUZZ_WATCHDOG FUZZ_NO_BUILD \
+	FUZZ_BIN FUZZ_ARGS
 SHELL := /bin/bash
 H := harness
 
 .PHONY: all help deps prepare kernel kernel-debug tools vm vm-debug run check \
-	series bench clean distclean
+	series bench fuzz clean distclean
 
 all: help
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(H)/install-deps
@@ -65,6 +68,9 @@ series:
 
 bench: deps
 	@$(H)/bench
+
+fuzz: deps
+	@$(H)/fuzz
 
 clean:
 	-@[ -f tools/ktap/Makefile ] && $(MAKE) -s -C tools/ktap clean || true
