@@ -20,6 +20,8 @@ KTAP_OVERLAY_PATHS=(
 	tools/ktap
 	tools/testing/selftests/ktap
 	Documentation/trace/ktap.rst
+	# fuzzer inputs (binary) stay in this repository, out of the series
+	':(exclude)tools/ktap/fuzz/vm/corpus'
 )
 
 ktap_builddir() { echo "$KTAP_CACHE/build-$1"; }

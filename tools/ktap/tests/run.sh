@@ -9,7 +9,11 @@
 #   5. command line behaviour (-h, -V, -le, -lf, -o, -e, -s, errors)
 #   6. size of the stripped tool
 #   7. the bounded fuzz run ($FUZZ_CHECK), when given
-# Environment: KTAP (the tool), KTAP_ASAN (sanitizer build), FUZZ_CHECK.
+#   8. the kernel's VM core built in user space (fuzz/vm): its corpus
+#      replayed under gcc ASan/UBSan ($VM_REPLAY) and a bounded libFuzzer
+#      run ($FUZZ_VM_CHECK), when given
+# Environment: KTAP (the tool), KTAP_ASAN (sanitizer build), FUZZ_CHECK,
+# VM_REPLAY, FUZZ_VM_CHECK.
 # Exit status: 0 when every test passed.
 
 cd "$(dirname "$0")/.." || exit 1
@@ -193,6 +197,24 @@ if [ -n "$FUZZ_CHECK" ]; then
 	else
 		not_ok "fuzz run"
 		tail -20 "$OUT/fuzz.log" | sed 's/^/# /'
+	fi
+fi
+
+# 8. the VM core: corpus replay, then fuzzing
+if [ -n "$VM_REPLAY" ]; then
+	if sh -c "$VM_REPLAY" > "$OUT/vm-replay.log" 2>&1; then
+		ok "vm core: $(grep '^replay:' "$OUT/vm-replay.log" | tail -1) of fuzz/vm/corpus, no bug under ASan/UBSan"
+	else
+		not_ok "vm core: fuzz/vm/corpus replay under ASan/UBSan"
+		tail -30 "$OUT/vm-replay.log" | sed 's/^/# /'
+	fi
+fi
+if [ -n "$FUZZ_VM_CHECK" ]; then
+	if sh -c "$FUZZ_VM_CHECK" > "$OUT/fuzz-vm.log" 2>&1; then
+		ok "vm core $(grep '^fuzz-vm:' "$OUT/fuzz-vm.log" | tail -1)"
+	else
+		not_ok "vm core fuzz run"
+		tail -40 "$OUT/fuzz-vm.log" | sed 's/^/# /'
 	fi
 fi
 
