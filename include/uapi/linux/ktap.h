@@ -400,7 +400,7 @@ struct ktap_stats {
 	__u32		size;		/* in: sizeof(struct ktap_stats) */
 	__u32		state;		/* enum ktap_session_state */
 	__aligned_u64	hits;		/* handler runs */
-	__aligned_u64	drops;		/* output records or handler runs lost */
+	__aligned_u64	drops;		/* records lost, runs throttled */
 	__aligned_u64	recursion;	/* firings skipped: ktap inside ktap */
 	__aligned_u64	errors;		/* runtime errors */
 	__aligned_u64	mem_used;	/* bytes of the session pool in use */

@@ -1416,12 +1416,13 @@ static void ktap_profile_detach(struct ktap_handler *h)
 /**
  * ktap_handler_run_end - run an END handler
  * @h: the handler, of a KTAP_PROBE_END probe
+ * @budget: what is left of the budget all END handlers share
  *
  * Process context, at STOP, after every probe was detached. The VM runs
  * on this CPU's execution area, so preemption is off while it runs; the
- * instruction budget bounds how long.
+ * shared instruction budget bounds how long all of them take.
  */
-void ktap_handler_run_end(struct ktap_handler *h)
+void ktap_handler_run_end(struct ktap_handler *h, s64 *budget)
 {
 	struct ktap_plain_event pev = {
 		.ev = { .ops = &ktap_plain_ops, .probe = h->probe,
@@ -1431,7 +1432,7 @@ void ktap_handler_run_end(struct ktap_handler *h)
 	if (h->hot->dry_run)
 		return;
 	preempt_disable();
-	ktap_vm_fire(h->hot->vm, h->fn, &pev.ev);
+	ktap_vm_fire_end(h->hot->vm, h->fn, &pev.ev, budget);
 	preempt_enable();
 }
 

@@ -91,7 +91,7 @@ void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...);
 int ktap_handler_attach(struct ktap_handler *h);
 void ktap_handler_detach(struct ktap_handler *h);
 void ktap_handlers_sync(void);
-void ktap_handler_run_end(struct ktap_handler *h);
+void ktap_handler_run_end(struct ktap_handler *h, s64 *budget);
 int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 		     char *log, size_t log_size);
 int ktap_events_get(void);

@@ -131,11 +131,14 @@ struct ktap_vm *ktap_vm_load(const void *image, size_t len,
 int ktap_vm_run_main(struct ktap_vm *vm);
 int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 		 struct ktap_event *ev);
+int ktap_vm_fire_end(struct ktap_vm *vm, struct ktap_closure *fn,
+		     struct ktap_event *ev, s64 *budget);
 void ktap_vm_free(struct ktap_vm *vm);
 
 /* Image accessors the session needs after a successful load. */
 const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx);
 const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off);
+u32 ktap_vm_insn_budget(struct ktap_vm *vm);
 const u32 *ktap_vm_words(struct ktap_vm *vm, u32 start);
 
 /* Counters for KTAP_IOC_STATS. */
@@ -146,6 +149,7 @@ struct ktap_vm_stats {
 	u64	mem_used;
 	u64	mem_limit;
 	u64	drops;		/* runs abandoned: table lock busy in NMI */
+	u64	throttled;	/* runs skipped: handlers over their CPU share */
 };
 
 void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st);

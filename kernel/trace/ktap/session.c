@@ -40,6 +40,7 @@
 #include <linux/pid.h>
 #include <linux/poll.h>
 #include <linux/ring_buffer.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/security.h>
 #include <linux/sizes.h>
@@ -569,13 +570,23 @@ static long ktap_ioc_start(struct ktap_session *sess)
 	return 0;
 }
 
+/*
+ * The main chunk may record up to KTAP_MAX_PROBES END handlers; they
+ * share one instruction budget, so STOP (and close) take at most one
+ * handler run's time, and a fatal signal ends the walk.
+ */
 static void ktap_run_end_handlers(struct ktap_session *sess)
 {
+	s64 budget = ktap_vm_insn_budget(sess->hot.vm);
 	struct ktap_handler *h;
 
 	list_for_each_entry(h, &sess->handlers, node) {
-		if (h->bp->type == KTAP_PROBE_END)
-			ktap_handler_run_end(h);
+		if (h->bp->type != KTAP_PROBE_END)
+			continue;
+		if (budget <= 0 || fatal_signal_pending(current))
+			break;
+		ktap_handler_run_end(h, &budget);
+		cond_resched();
 	}
 }
 
@@ -612,7 +623,7 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	st.state = ktap_state(sess);
 	st.hits = vst.hits;
 	/* Lost output and handler runs abandoned on a busy table in NMI. */
-	st.drops = atomic_long_read(&sess->drops) + vst.drops;
+	st.drops = atomic_long_read(&sess->drops) + vst.drops + vst.throttled;
 	st.recursion = vst.recursion;
 	st.errors = vst.errors;
 	st.mem_used = vst.mem_used;

@@ -187,6 +187,7 @@ struct ktap_ctx {
 	struct ktap_frame	frames[KTAP_MAX_CALL_DEPTH];
 	struct ktap_value	stack[KTAP_STACK_SLOTS];
 	u64			hits;
+	u64			busy_until;	/* see ktap_vm_fire() */
 	struct ktap_str		*comm;		/* execname() cache */
 	size_t			temp_used;	/* bytes of the temp arena */
 	char			out[KTAP_OUT_SIZE];	/* print/printf record */
@@ -242,6 +243,7 @@ struct ktap_vm {
 	atomic64_t			recursion;
 	atomic64_t			errors;
 	atomic64_t			drops;
+	atomic64_t			throttled;
 };
 
 /* Result of a builtin or runtime helper that ends the run without error. */

@@ -42,6 +42,7 @@
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_buf.h>
 #include <linux/vmalloc.h>
@@ -1131,27 +1132,27 @@ int ktap_vm_run_main(struct ktap_vm *vm)
 	return err < 0 ? err : 0;
 }
 
-/**
- * ktap_vm_fire - run handler @fn for event @ev
- * @vm: the session's VM
- * @fn: the closure ATTACH recorded
- * @ev: the event (its first argument), or NULL
- *
- * Any context, including NMI; never sleeps. After exit() or a runtime
- * error only END handlers (and @ev == NULL runs) still run.
- *
- * Return: 0, -EBUSY when skipped because ktap already runs on this CPU,
- * -ESHUTDOWN when the session is halted, or the runtime error.
+/*
+ * A CPU's handler time is bounded by charging each run twice its
+ * duration against the CPU: while the charge reaches more than
+ * KTAP_BUSY_SLACK_NS into the future, the session's handlers on that CPU
+ * are skipped (counted in stats.drops). Handlers thus use at most about
+ * half of a CPU over time, however often their probes fire, however
+ * many there are and however close to its budget each run comes; a
+ * burst up to the slack runs untouched. The budget alone cannot give
+ * this: 4,096 timers whose handlers run just under budget can fill a
+ * CPU with hardirq work and starve the task that would stop them.
  */
-int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
-		 struct ktap_event *ev)
+#define KTAP_BUSY_SLACK_NS	(10 * NSEC_PER_MSEC)
+
+static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
+		     struct ktap_event *ev, s64 *budget, bool end)
 {
 	struct ktap_value arg;
 	struct ktap_exec x = { .vm = vm, .ev = ev };
+	u64 t0 = 0, t1;
 	int err;
 
-	if (unlikely(atomic_read(&vm->halted)) && !ktap_is_end_probe(vm, ev))
-		return -ESHUTDOWN;
 	preempt_disable_notrace();
 	if (this_cpu_cmpxchg(ktap_running, NULL, &x)) {
 		atomic64_inc(&vm->recursion);
@@ -1159,19 +1160,82 @@ int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 		return -EBUSY;
 	}
 	x.ctx = vm->cpu_ctx[smp_processor_id()];
+	if (!end) {
+		t0 = local_clock();
+		if (unlikely(t0 + KTAP_BUSY_SLACK_NS < x.ctx->busy_until)) {
+			atomic64_inc(&vm->throttled);
+			err = -EBUSY;
+			goto out;
+		}
+	}
 	x.ctx->hits++;
 	/* the previous firing's short-lived objects are dead: reuse them */
 	x.ctx->temp_used = 0;
-	x.transient = !ktap_is_end_probe(vm, ev);
+	x.transient = !end;
 	if (ev)
 		ktap_set_obj(&arg, KTAP_TEVENT, ev);
-	x.budget = vm->insn_budget;
+	x.budget = *budget;
 	err = ktap_execute(&x, fn, &arg, ev ? 1 : 0, NULL);
 	if (err < 0)
 		ktap_report(&x, err);
+	*budget = x.budget;
+	if (!end) {
+		t1 = local_clock();
+		if (t1 > t0)
+			x.ctx->busy_until = max(x.ctx->busy_until, t0) +
+					    2 * (t1 - t0);
+	}
+out:
 	this_cpu_write(ktap_running, NULL);
 	preempt_enable_notrace();
 	return err < 0 ? err : 0;
+}
+
+/**
+ * ktap_vm_fire - run handler @fn for event @ev
+ * @vm: the session's VM
+ * @fn: the closure ATTACH recorded
+ * @ev: the event (its first argument), or NULL
+ *
+ * Any context, including NMI; never sleeps. After exit() or a runtime
+ * error only END handlers (and @ev == NULL runs) still run. A run may
+ * be skipped when the session's handlers used more than their share of
+ * this CPU (see KTAP_BUSY_SLACK_NS).
+ *
+ * Return: 0, -EBUSY when skipped (ktap already runs on this CPU, or the
+ * CPU's share is used up), -ESHUTDOWN when the session is halted, or the
+ * runtime error.
+ */
+int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
+		 struct ktap_event *ev)
+{
+	bool end = ktap_is_end_probe(vm, ev);
+	s64 budget = vm->insn_budget;
+
+	if (unlikely(atomic_read(&vm->halted)) && !end)
+		return -ESHUTDOWN;
+	return ktap_fire(vm, fn, ev, &budget, end);
+}
+
+/**
+ * ktap_vm_fire_end - run an END handler on a budget shared with others
+ * @vm: the session's VM
+ * @fn: the closure ATTACH recorded for a KTAP_PROBE_END probe
+ * @ev: its event
+ * @budget: instructions left to the session's END handlers; updated
+ *
+ * Process context, once per END handler at STOP. However many END
+ * handlers the main chunk recorded, together they run at most one
+ * instruction budget: once it is spent the rest are skipped.
+ *
+ * Return: 0, -E2BIG when skipped for want of budget, or as ktap_vm_fire().
+ */
+int ktap_vm_fire_end(struct ktap_vm *vm, struct ktap_closure *fn,
+		     struct ktap_event *ev, s64 *budget)
+{
+	if (*budget <= 0)
+		return -E2BIG;
+	return ktap_fire(vm, fn, ev, budget, true);
 }
 
 /**
@@ -1218,6 +1282,7 @@ void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st)
 	st->recursion = atomic64_read(&vm->recursion);
 	st->errors = atomic64_read(&vm->errors);
 	st->drops = atomic64_read(&vm->drops);
+	st->throttled = atomic64_read(&vm->throttled);
 	st->mem_used = min_t(u64, atomic_long_read(&vm->pool.used),
 			     vm->pool.size);
 	st->mem_limit = vm->pool.size;

@@ -664,6 +664,12 @@ const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx)
 	return idx < vm->nprobes ? &vm->probes[idx] : NULL;
 }
 
+/* One handler run's instruction budget, as LOAD settled it. */
+u32 ktap_vm_insn_budget(struct ktap_vm *vm)
+{
+	return vm->insn_budget;
+}
+
 const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off)
 {
 	return ktap_name_ok(vm, strtab_off) ? vm->strtab + strtab_off : NULL;

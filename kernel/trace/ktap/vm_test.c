@@ -12,6 +12,7 @@
 #include <kunit/resource.h>
 #include <kunit/test.h>
 #include <linux/completion.h>
+#include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/seq_buf.h>
 #include <linux/string.h>
@@ -1532,6 +1533,26 @@ static struct ktap_vm *t_attach(struct kunit *test, struct tb *tb,
 	return vm;
 }
 
+/*
+ * ktap_vm_fire() for tests that fire expensive handlers back to back:
+ * a run skipped for the CPU-share throttle is retried a little later,
+ * as the probe's next firing would come.
+ */
+static int t_fire(struct ktap_vm *vm, struct ktap_closure *fn,
+		  struct ktap_event *ev)
+{
+	s64 skipped = atomic64_read(&vm->throttled);
+	int r;
+
+	for (;;) {
+		r = ktap_vm_fire(vm, fn, ev);
+		if (r != -EBUSY || atomic64_read(&vm->throttled) == skipped)
+			return r;
+		skipped = atomic64_read(&vm->throttled);
+		usleep_range(1000, 2000);
+	}
+}
+
 static void tb_main_attach(struct tb *tb, u32 type)
 {
 	tb_probe(tb, type);
@@ -1677,6 +1698,77 @@ static void t_budget_forprep(struct kunit *test)
 			   "ktap: error: test.kp:3: instruction budget exceeded (1000)\n");
 }
 
+/*
+ * Runs that come close to their budget, back to back, use up the CPU's
+ * share: ktap_vm_fire() then skips them and counts each skip.
+ */
+static void t_throttle(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm_stats st;
+	struct ktap_vm *vm;
+	int i, r = 0, runs = 0;
+
+	tb_main_attach(tb, KTAP_PROBE_TIMER);
+	tb_func(tb, 0, 1, 10);
+	/* for i = 1, 1000 do for j = 1, 300 do end end: 306,000 units */
+	tb_emit(tb, IBX(LOADI, 1, 1));
+	tb_emit(tb, IBX(LOADI, 2, 1000));
+	tb_emit(tb, IBX(LOADI, 3, 1));
+	tb_emit(tb, IBX(FORPREP, 1, 5));
+	tb_emit(tb, IBX(LOADI, 5, 1));
+	tb_emit(tb, IBX(LOADI, 6, 300));
+	tb_emit(tb, IBX(LOADI, 7, 1));
+	tb_emit(tb, IBX(FORPREP, 5, 0));
+	tb_emit(tb, IBX(FORLOOP, 5, -1));
+	tb_emit(tb, IBX(FORLOOP, 1, -6));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
+	for (i = 0; i < 2000; i++) {
+		r = ktap_vm_fire(vm, h->fn, &fe.ev);
+		if (r)
+			break;
+		runs++;
+	}
+	KUNIT_EXPECT_EQ(test, r, -EBUSY);
+	KUNIT_EXPECT_GT(test, runs, 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+	ktap_vm_stats(vm, &st);
+	KUNIT_EXPECT_EQ(test, st.throttled, 1);
+	KUNIT_EXPECT_EQ(test, st.hits, runs);
+	KUNIT_EXPECT_EQ(test, st.recursion, 0);
+}
+
+/*
+ * END handlers share one budget: the first that loops spends it, the
+ * others are skipped, so STOP takes one handler run however many the
+ * main chunk recorded.
+ */
+static void t_end_budget(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "end" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+	s64 budget = 1000;
+
+	tb_main_attach(tb, KTAP_PROBE_END);
+	tb_func(tb, 0, 1, 2);
+	tb->line = 2;
+	tb_emit(tb, IBX(JMP, 0, -1));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_attach(test, tb, h, 1000);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire_end(vm, h->fn, &fe.ev, &budget),
+			-EINVAL);
+	KUNIT_EXPECT_LT(test, budget, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire_end(vm, h->fn, &fe.ev, &budget),
+			-E2BIG);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:2: instruction budget exceeded (1000)\n");
+}
+
 /* The budget has a ceiling: a handler's time in probe context is bounded. */
 static void t_budget_ceiling(struct kunit *test)
 {
@@ -1817,11 +1909,11 @@ static void t_temp_constant_memory(struct kunit *test)
 	tb_emit(tb, I(LOADBOOL, 2, 1, 0));
 	tb_emit(tb, I(RETURN, 2, 1, 0));
 	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
-	KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0, "%s",
+	KUNIT_ASSERT_EQ_MSG(test, t_fire(vm, h->fn, &fe.ev), 0, "%s",
 			    fake_text(h));
 	ktap_vm_stats(vm, &st1);
 	for (i = 0; i < 100; i++)
-		KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0,
+		KUNIT_ASSERT_EQ_MSG(test, t_fire(vm, h->fn, &fe.ev), 0,
 				    "%s", fake_text(h));
 	ktap_vm_stats(vm, &st2);
 	KUNIT_EXPECT_EQ(test, st2.mem_used, st1.mem_used);
@@ -2380,6 +2472,8 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_SLOW(t_budget_main),
 	KUNIT_CASE(t_budget_exact),
 	KUNIT_CASE(t_budget_forprep),
+	KUNIT_CASE(t_throttle),
+	KUNIT_CASE(t_end_budget),
 	KUNIT_CASE(t_budget_len),
 	KUNIT_CASE(t_temp_constant_memory),
 	KUNIT_CASE(t_temp_store_refused),
