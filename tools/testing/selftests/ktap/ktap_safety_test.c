@@ -45,7 +45,7 @@
 /* Output kept per session: the first bytes and the last ones. */
 #define HEAD_KEEP	4096
 #define TAIL_KEEP	(64 * 1024)
-#define PLAN		43
+#define PLAN		45
 
 #define INSN(op, a, b, c)	KTAP_INSN(KTAP_OP_##op, a, b, c)
 #define INSN_BX(op, a, bx)	KTAP_INSN_BX(KTAP_OP_##op, a, bx)
@@ -471,6 +471,126 @@ static void test_handler_loop(const char *what, int forprep, uint32_t budget)
 out:
 	close(fd);
 	free(o);
+	free(img);
+}
+
+/*
+ * A main chunk that records @n handlers of proto 1 on probe 0:
+ * for i = 1, n do attach(probe 0, function ... end) end.
+ */
+static void emit_attach_loop(struct ki_func *m, uint32_t n)
+{
+	ki_op(m, INSN_BX(LOADI, 1, 1));
+	ki_op(m, INSN_BX(LOADI, 2, n));
+	ki_op(m, INSN_BX(LOADI, 3, 1));
+	ki_op(m, INSN_BX(FORPREP, 1, 2));
+	ki_op(m, INSN_BX(CLOSURE, 0, 1));
+	ki_op(m, INSN_BX(ATTACH, 0, 0));
+	ki_op(m, INSN_BX(FORLOOP, 1, -3));
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+}
+
+/*
+ * 4,096 END handlers that never return: they share one budget, so STOP
+ * runs one of them to its budget and skips the rest. Unshared, STOP
+ * took minutes and SIGKILL could not end it.
+ */
+static void test_end_handlers_share_budget(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 5);
+	struct ki_func *h = ki_func(&im, 1, 2);
+	struct out *o = calloc(1, sizeof(*o));
+	double t0, t_stop;
+	size_t len;
+	void *img;
+	int fd = open_control(), r, ok, n = 0;
+	const char *p;
+
+	ki_probe(&im, KTAP_PROBE_END, 0, "end", NULL, 0, NULL, 0);
+	emit_attach_loop(m, KTAP_MAX_PROBES);
+	ki_op(h, INSN_BX(JMP, 0, -1));
+	ki_op(h, INSN(RETURN, 0, 0, 0));
+	img = build(&im, 0, &len);
+	r = load_ex(fd, img, len, 0, KTAP_MAX_INSN_BUDGET, -1, NULL);
+	if (r || ioctl(fd, KTAP_IOC_START)) {
+		ksft_test_result_fail("END handlers: LOAD/START: %s\n",
+				      strerror(r ? -r : errno));
+		goto out;
+	}
+	t0 = now_ms();
+	ioctl(fd, KTAP_IOC_STOP);
+	t_stop = now_ms() - t0;
+	out_drain(fd, o, 5000);
+	for (p = o->head; (p = strstr(p, "instruction budget exceeded")); p++)
+		n++;
+	ok = t_stop < 2000 && n == 1 && o->total < HEAD_KEEP;
+	out_show(o, !ok);
+	ksft_test_result(ok, "%d looping END handlers: STOP took %.0f ms, %d budget error(s)\n",
+			 KTAP_MAX_PROBES, t_stop, n);
+out:
+	close(fd);
+	free(o);
+	free(img);
+}
+
+/*
+ * 64 timers at 1 kHz whose handlers each run 906,000 units, just under
+ * the budget: far more work than a CPU has. The handlers keep at most
+ * about half of a CPU; the rest of the runs are skipped and counted as
+ * drops, and the process that started them can still stop them.
+ */
+static void test_cpu_share(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 5);
+	struct ki_func *h = ki_func(&im, 1, 10);
+	struct ktap_stats st = { 0 };
+	double t0, t_run, t_stop;
+	unsigned long calls = 0;
+	size_t len;
+	void *img;
+	int fd = open_control(), r, ok;
+
+	timer_probe(&im, 1000000);
+	emit_attach_loop(m, 64);
+	/* for i = 1, 3000 do for j = 1, 300 do end end */
+	ki_op(h, INSN_BX(LOADI, 1, 1));
+	ki_op(h, INSN_BX(LOADI, 2, 3000));
+	ki_op(h, INSN_BX(LOADI, 3, 1));
+	ki_op(h, INSN_BX(FORPREP, 1, 5));
+	ki_op(h, INSN_BX(LOADI, 5, 1));
+	ki_op(h, INSN_BX(LOADI, 6, 300));
+	ki_op(h, INSN_BX(LOADI, 7, 1));
+	ki_op(h, INSN_BX(FORPREP, 5, 0));
+	ki_op(h, INSN_BX(FORLOOP, 5, -1));
+	ki_op(h, INSN_BX(FORLOOP, 1, -6));
+	ki_op(h, INSN(RETURN, 0, 0, 0));
+	img = build(&im, 0, &len);
+	r = load_ex(fd, img, len, 0, KTAP_MAX_INSN_BUDGET, -1, NULL);
+	if (r || ioctl(fd, KTAP_IOC_START)) {
+		ksft_test_result_fail("CPU share: LOAD/START: %s\n",
+				      strerror(r ? -r : errno));
+		goto out;
+	}
+	t0 = now_ms();
+	while (now_ms() - t0 < 1000) {
+		syscall(SYS_getppid);
+		calls++;
+	}
+	t_run = now_ms() - t0;
+	t0 = now_ms();
+	ioctl(fd, KTAP_IOC_STOP);
+	t_stop = now_ms() - t0;
+	get_stats(fd, &st);
+	ok = st.errors == 0 && st.hits > 0 && st.drops > st.hits &&
+	     t_run < 3000 && t_stop < 2000;
+	ksft_test_result(ok, "64 timers at 1 kHz, 906,000 units a run: %llu runs, %llu skipped, %llu errors; 1 s of getppid() took %.0f ms (%lu calls), STOP %.0f ms\n",
+			 (unsigned long long)st.hits,
+			 (unsigned long long)st.drops,
+			 (unsigned long long)st.errors, t_run, calls, t_stop);
+out:
+	close(fd);
 	free(img);
 }
 
@@ -1425,6 +1545,8 @@ int main(void)
 	test_main_signal();
 	test_main_budget();
 	test_handler_loop("tick handler FORPREP to itself", 1, 0);
+	test_end_handlers_share_budget();
+	test_cpu_share();
 
 	ksft_test_result(count_sessions() == 0, "no session left behind (%d)\n",
 			 count_sessions());
