@@ -42,9 +42,9 @@
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
-#include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_buf.h>
+#include <linux/timekeeping.h>
 #include <linux/vmalloc.h>
 #include "vm.h"
 
@@ -1142,6 +1142,13 @@ int ktap_vm_run_main(struct ktap_vm *vm)
  * burst up to the slack runs untouched. The budget alone cannot give
  * this: 4,096 timers whose handlers run just under budget can fill a
  * CPU with hardirq work and starve the task that would stop them.
+ *
+ * The clock is ktime_get_mono_fast_ns(), not local_clock(): when
+ * sched_clock is not stable (a guest whose TSC was marked unstable),
+ * local_clock() advances at most one tick past this CPU's last tick,
+ * and the last tick is exactly what a CPU flooded with hardirq handlers
+ * does not get, so every run would measure as free. The fast
+ * timekeeper reads the clocksource itself and is NMI safe.
  */
 #define KTAP_BUSY_SLACK_NS	(10 * NSEC_PER_MSEC)
 
@@ -1161,7 +1168,7 @@ static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 	}
 	x.ctx = vm->cpu_ctx[smp_processor_id()];
 	if (!end) {
-		t0 = local_clock();
+		t0 = ktime_get_mono_fast_ns();
 		if (unlikely(t0 + KTAP_BUSY_SLACK_NS < x.ctx->busy_until)) {
 			atomic64_inc(&vm->throttled);
 			err = -EBUSY;
@@ -1180,7 +1187,7 @@ static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 		ktap_report(&x, err);
 	*budget = x.budget;
 	if (!end) {
-		t1 = local_clock();
+		t1 = ktime_get_mono_fast_ns();
 		if (t1 > t0)
 			x.ctx->busy_until = max(x.ctx->busy_until, t0) +
 					    2 * (t1 - t0);
