@@ -1133,15 +1133,21 @@ int ktap_vm_run_main(struct ktap_vm *vm)
 }
 
 /*
- * A CPU's handler time is bounded by charging each run twice its
- * duration against the CPU: while the charge reaches more than
- * KTAP_BUSY_SLACK_NS into the future, the session's handlers on that CPU
- * are skipped (counted in stats.drops). Handlers thus use at most about
- * half of a CPU over time, however often their probes fire, however
- * many there are and however close to its budget each run comes; a
- * burst up to the slack runs untouched. The budget alone cannot give
- * this: 4,096 timers whose handlers run just under budget can fill a
- * CPU with hardirq work and starve the task that would stop them.
+ * A CPU's interrupt-context handler time is bounded by charging each
+ * such run twice its duration against the CPU: while the charge reaches
+ * more than KTAP_BUSY_SLACK_NS into the future, the session's handlers
+ * in interrupt context on that CPU are skipped (counted in stats.drops).
+ * They thus use at most about half of a CPU over time, however often
+ * their probes fire, however many there are and however close to its
+ * budget each run comes; a burst up to the slack runs untouched. The
+ * budget alone cannot give this: 4,096 timers whose handlers run just
+ * under budget can fill a CPU with hardirq work and starve the task
+ * that would stop them.
+ *
+ * Runs in task context are not charged: their time is the firing
+ * task's own, and the task can be preempted between runs. Throttling
+ * them would drop the events of an ordinary hot path (a loop of cheap
+ * system calls traced by a handler that costs more than the call).
  *
  * The clock is ktime_get_mono_fast_ns(), not local_clock(): when
  * sched_clock is not stable (a guest whose TSC was marked unstable),
@@ -1157,6 +1163,7 @@ static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 {
 	struct ktap_value arg;
 	struct ktap_exec x = { .vm = vm, .ev = ev };
+	bool charged = !end && !in_task();
 	u64 t0 = 0, t1;
 	int err;
 
@@ -1167,7 +1174,7 @@ static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 		return -EBUSY;
 	}
 	x.ctx = vm->cpu_ctx[smp_processor_id()];
-	if (!end) {
+	if (charged) {
 		t0 = ktime_get_mono_fast_ns();
 		if (unlikely(t0 + KTAP_BUSY_SLACK_NS < x.ctx->busy_until)) {
 			atomic64_inc(&vm->throttled);
@@ -1186,7 +1193,7 @@ static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 	if (err < 0)
 		ktap_report(&x, err);
 	*budget = x.budget;
-	if (!end) {
+	if (charged) {
 		t1 = ktime_get_mono_fast_ns();
 		if (t1 > t0)
 			x.ctx->busy_until = max(x.ctx->busy_until, t0) +
@@ -1206,8 +1213,8 @@ out:
  *
  * Any context, including NMI; never sleeps. After exit() or a runtime
  * error only END handlers (and @ev == NULL runs) still run. A run may
- * be skipped when the session's handlers used more than their share of
- * this CPU (see KTAP_BUSY_SLACK_NS).
+ * be skipped when the session's interrupt-context handlers used more
+ * than their share of this CPU (see KTAP_BUSY_SLACK_NS).
  *
  * Return: 0, -EBUSY when skipped (ktap already runs on this CPU, or the
  * CPU's share is used up), -ESHUTDOWN when the session is halted, or the

@@ -13,6 +13,7 @@
 #include <kunit/test.h>
 #include <linux/completion.h>
 #include <linux/delay.h>
+#include <linux/irq_work.h>
 #include <linux/kthread.h>
 #include <linux/seq_buf.h>
 #include <linux/string.h>
@@ -1533,26 +1534,6 @@ static struct ktap_vm *t_attach(struct kunit *test, struct tb *tb,
 	return vm;
 }
 
-/*
- * ktap_vm_fire() for tests that fire expensive handlers back to back:
- * a run skipped for the CPU-share throttle is retried a little later,
- * as the probe's next firing would come.
- */
-static int t_fire(struct ktap_vm *vm, struct ktap_closure *fn,
-		  struct ktap_event *ev)
-{
-	s64 skipped = atomic64_read(&vm->throttled);
-	int r;
-
-	for (;;) {
-		r = ktap_vm_fire(vm, fn, ev);
-		if (r != -EBUSY || atomic64_read(&vm->throttled) == skipped)
-			return r;
-		skipped = atomic64_read(&vm->throttled);
-		usleep_range(1000, 2000);
-	}
-}
-
 static void tb_main_attach(struct tb *tb, u32 type)
 {
 	tb_probe(tb, type);
@@ -1698,15 +1679,45 @@ static void t_budget_forprep(struct kunit *test)
 			   "ktap: error: test.kp:3: instruction budget exceeded (1000)\n");
 }
 
+/* One ktap_vm_fire() in hardirq context, as a timer or perf event runs it. */
+struct throttle_fire {
+	struct irq_work		work;
+	struct ktap_vm		*vm;
+	struct ktap_closure	*fn;
+	struct ktap_event	*ev;
+	int			ret;
+};
+
+static void throttle_fire_irq(struct irq_work *work)
+{
+	struct throttle_fire *tf = container_of(work, struct throttle_fire, work);
+
+	tf->ret = ktap_vm_fire(tf->vm, tf->fn, tf->ev);
+}
+
+static int throttle_fire_hardirq(struct throttle_fire *tf)
+{
+	tf->ret = -ENOENT;
+	irq_work_queue(&tf->work);
+	irq_work_sync(&tf->work);
+	return tf->ret;
+}
+
 /*
- * Runs that come close to their budget, back to back, use up the CPU's
- * share: ktap_vm_fire() then skips them and counts each skip.
+ * Runs in interrupt context that come close to their budget, back to
+ * back, use up the CPU's share: ktap_vm_fire() then skips them and
+ * counts each skip. The same runs in task context are the firing
+ * task's own time and are never skipped.
  */
 static void t_throttle(struct kunit *test)
 {
 	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
 	struct fake_host *h = fake_new(test);
 	struct tb *tb = tb_new(test);
+	struct throttle_fire tf = {
+		.work = IRQ_WORK_INIT_HARD(throttle_fire_irq),
+		.ev = &fe.ev,
+	};
 	struct ktap_vm_stats st;
 	struct ktap_vm *vm;
 	int i, r = 0, runs = 0;
@@ -1726,8 +1737,15 @@ static void t_throttle(struct kunit *test)
 	tb_emit(tb, IBX(FORLOOP, 1, -6));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
+	ktap_vm_stats(vm, &st);
+	KUNIT_EXPECT_EQ(test, st.throttled, 0);
+
+	tf.vm = vm;
+	tf.fn = h->fn;
 	for (i = 0; i < 2000; i++) {
-		r = ktap_vm_fire(vm, h->fn, &fe.ev);
+		r = throttle_fire_hardirq(&tf);
 		if (r)
 			break;
 		runs++;
@@ -1737,7 +1755,7 @@ static void t_throttle(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
 	ktap_vm_stats(vm, &st);
 	KUNIT_EXPECT_EQ(test, st.throttled, 1);
-	KUNIT_EXPECT_EQ(test, st.hits, runs);
+	KUNIT_EXPECT_EQ(test, st.hits, 4 + runs);
 	KUNIT_EXPECT_EQ(test, st.recursion, 0);
 }
 
@@ -1909,11 +1927,11 @@ static void t_temp_constant_memory(struct kunit *test)
 	tb_emit(tb, I(LOADBOOL, 2, 1, 0));
 	tb_emit(tb, I(RETURN, 2, 1, 0));
 	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
-	KUNIT_ASSERT_EQ_MSG(test, t_fire(vm, h->fn, &fe.ev), 0, "%s",
+	KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0, "%s",
 			    fake_text(h));
 	ktap_vm_stats(vm, &st1);
 	for (i = 0; i < 100; i++)
-		KUNIT_ASSERT_EQ_MSG(test, t_fire(vm, h->fn, &fe.ev), 0,
+		KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0,
 				    "%s", fake_text(h));
 	ktap_vm_stats(vm, &st2);
 	KUNIT_EXPECT_EQ(test, st2.mem_used, st1.mem_used);
