@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <elf.h>
 #include "events.h"
-#include "code.h"
+#include "image.h"
 
 #define KP_MAX_EVENTS_FIELDS	64	/* read formats of at most this many */
 

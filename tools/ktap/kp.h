@@ -2,11 +2,13 @@
 /*
  * ktap compiler: state shared by every stage.
  *
- * The pipeline is lex.c (tokens) -> parse.c (statements and expression
- * descriptors) -> code.c (registers, jumps, constants, image writer),
- * with events.c resolving probe specifications against tracefs and
- * disasm.c printing an image. ktap.c is the command line and the
- * runtime loop; it is the only file that talks to the kernel.
+ * The pipeline is lex.c (tokens) -> parse.c (syntax tree, ast.h) ->
+ * check.c (constant folding) -> resolve.c (names, probes, globals) ->
+ * check.c (arity, placement rules) -> gen.c (registers, jumps) into
+ * the image of image.c, driven by compile.c. events.c resolves probe
+ * specifications against tracefs and disasm.c prints an image. ktap.c
+ * is the command line and the runtime loop; it is the only file that
+ * talks to the kernel.
  *
  * Memory: everything the compiler allocates comes from one arena
  * (struct kp_arena) freed in one go, so no error path can leak.
@@ -58,7 +60,6 @@
 	E(BAD_TARGET,	"cannot assign to this expression")		\
 	E(BAD_AGGR,	"'<<<' needs a table element on its left, like s[k] <<< v") \
 	E(UNKNOWN_NAME,	"unknown identifier '%s'%s")			\
-	E(ASSIGN_BUILTIN, "cannot assign to built-in '%s'")		\
 	E(BUILTIN_VALUE, "built-in function '%s' must be called")	\
 	E(BUILTIN_ARGS,	"%s() takes %s")				\
 	E(LIBRARY,	"'%s' is a library: use %s.NAME(...)")		\
@@ -73,13 +74,13 @@
 	E(PROTOS,	"too many functions (limit %d)")		\
 	E(GLOBALS,	"too many global variables (limit %d)")		\
 	E(PROBES,	"too many probes (limit %d)")			\
-	E(ARGS,		"too many arguments (limit %d)")		\
 	E(FUNC_SIZE,	"function too large (jump out of range)")	\
 	E(IMAGE_SIZE,	"bytecode image too large (limit %u bytes)")	\
 	E(SOURCE_SIZE,	"script too large (limit %d bytes)")		\
 	E(DIV_ZERO,	"division by zero in constant expression")	\
 	E(FOR_STEP,	"'for' step is zero")				\
 	E(MULTI_RET,	"only one return value is supported")		\
+	E(LIB_VALUE,	"'%s' attaches a probe and has no value: use it as a statement") \
 	E(PROBE_MAIN,	"probes can only be defined in the main chunk, not inside a function") \
 	E(PROBE_SPEC,	"probe specification must be a constant string") \
 	E(PROBE_ARGS,	"%s needs %s")					\
@@ -128,7 +129,6 @@ struct kp_str {
 
 struct kp_token;
 struct kp_names;
-struct kp_fstate;
 struct kp_diag;
 
 /* The whole compilation. */
@@ -139,7 +139,7 @@ struct kp_state {
 	uint32_t	srclen;
 	FILE		*err;		/* diagnostics go here */
 	int		nerrors;
-	uint32_t	line, col;	/* position code.c blames */
+	uint32_t	line, col;	/* last token the parser consumed */
 	jmp_buf		*recover;	/* innermost statement being parsed */
 	const char	*tracefs;	/* tracefs root for event lookup */
 	const char	*kallsyms;	/* symbol list for kprobe checks */
@@ -156,7 +156,7 @@ struct kp_state {
 	struct kp_diag	*diags;
 	uint32_t	ndiags, diagcap;
 
-	/* the image being built (code.c) */
+	/* the image being built (image.c) */
 	struct kp_image	*img;
 
 	/* the kernel's function lists, read on first use (events.c) */

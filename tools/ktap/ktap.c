@@ -18,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "kp.h"
-#include "code.h"
+#include "ast.h"
+#include "image.h"
 #include "disasm.h"
 #include "events.h"
 #include "verify.h"
@@ -31,7 +32,7 @@ struct opts {
 	const char	*out;		/* -o */
 	int		pid, cpu;
 	unsigned int	budget, mem_kb;	/* -B, -M: 0 for the defaults */
-	int		timestamps, verbose, quiet, dry, bytecode;
+	int		timestamps, verbose, quiet, dry, bytecode, tree;
 	char		**args;		/* script arguments */
 	int		nargs;
 	char		**cmd;		/* after -- */
@@ -63,6 +64,7 @@ static void usage(FILE *f)
 	      "  -B N       instruction budget of one handler run (default 100000)\n"
 	      "  -M KB      session memory in KiB (default 4096)\n"
 	      "  -s EVENT   trace EVENT { print(cpu, tid, execname, argstr) }\n"
+	      "  -A         print the resolved syntax tree and exit\n"
 	      "  -b         print the bytecode and exit (needs no kernel)\n"
 	      "  -le [GLOB] list events (SYSTEM:EVENT) matching GLOB\n"
 	      "  -lf DSO    list the functions of an ELF binary\n"
@@ -414,6 +416,9 @@ int main(int argc, char **argv)
 			o.dry = 1;
 		} else if (!strcmp(a, "-b")) {
 			o.bytecode = 1;
+		} else if (!strcmp(a, "-A")) {
+			o.bytecode = 1;
+			o.tree = 1;
 		} else if (!strcmp(a, "-e") || !strcmp(a, "-o") ||
 			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
 			   !strcmp(a, "-s") || !strcmp(a, "-B") ||
@@ -495,6 +500,16 @@ int main(int argc, char **argv)
 	S.kfunc_defer = !o.bytecode;
 	S.args = o.args;
 	S.nargs = o.nargs > KP_MAX_ARGS ? KP_MAX_ARGS : o.nargs;
+	if (o.tree) {
+		struct kp_ast ast;
+
+		rc = kp_compile_ast(&S, &ast, 0) ? 1 : 0;
+		if (!rc)
+			kp_ast_dump(stdout, &ast);
+		kp_state_free(&S);
+		free(src);
+		return rc;
+	}
 	rc = kp_compile(&S) ? 1 : 0;
 	img = rc ? NULL : kp_image_write(&S, &imglen);
 	if (img) {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../kp.h"
-#include "../code.h"
+#include "../image.h"
 #include "../disasm.h"
 #include "../verify.h"
 

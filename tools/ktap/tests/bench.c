@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "../kp.h"
-#include "../code.h"
+#include "../image.h"
 #include "../verify.h"
 
 int main(int argc, char **argv)

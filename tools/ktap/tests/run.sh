@@ -3,7 +3,9 @@
 #
 # Host tests of tools/ktap (no kernel needed), printed as TAP:
 #   1. every sample compiles (and passes the image self-check)
-#   2. golden -b listings: tests/golden/NAME.kp -> NAME.expected
+#   2. golden -b listings: tests/golden/NAME.kp -> NAME.expected, and
+#      golden -A syntax trees (after folding and resolution):
+#      tests/ast/NAME.kp -> NAME.expected
 #   3. bad inputs: tests/errors.table, exact first diagnostic + status 1
 #   4. the same samples and bad inputs under ASan/UBSan (leaks included)
 #   5. command line behaviour (-h, -V, -le, -lf, -o, -e, -s, errors)
@@ -62,6 +64,18 @@ for f in tests/golden/*.kp; do
 	else
 		not_ok "golden $name"
 		diff -u "$exp" "$OUT/$name.out" | head -30 | sed 's/^/# /'
+	fi
+done
+
+for f in tests/ast/*.kp; do
+	exp=${f%.kp}.expected
+	name=$(basename "$f" .kp)
+	if "$KTAP" -A "$f" > "$OUT/$name.ast" 2>&1 &&
+	   cmp -s "$OUT/$name.ast" "$exp"; then
+		ok "syntax tree $name"
+	else
+		not_ok "syntax tree $name"
+		diff -u "$exp" "$OUT/$name.ast" | head -30 | sed 's/^/# /'
 	fi
 done
 

@@ -1,0 +1,1120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Code generator: the resolved syntax tree to instructions.
+ *
+ * Registers. Each function's frame is a stack: a variable takes the
+ * register at the top when it is declared and keeps it until its block
+ * ends; temporaries are taken above the variables while one statement
+ * is compiled and all given back when it ends. A variable that a
+ * nested function captures keeps its register until the function
+ * returns, since the VM closes upvalues only on RETURN.
+ *
+ * Expressions are compiled either into a register the caller chose
+ * (to_reg) or into whatever register already holds the value (any_reg:
+ * a variable is read in place). Conditions never materialise a
+ * boolean: cond_jump() emits tests that jump to a label when the
+ * condition has the wanted truth, so `and`, `or` and `not` cost only
+ * jumps.
+ *
+ * Labels. A forward jump is recorded in its label's list and patched
+ * when the label is placed; a backward jump is emitted complete.
+ */
+#include <string.h>
+#include "ast.h"
+#include "image.h"
+
+#define MAX_CODE	(KTAP_MAX_IMAGE / 8)
+
+struct kp_label {
+	int		pc;		/* -1 until placed */
+	uint32_t	*pcs;		/* jumps waiting for it */
+	uint32_t	n, cap;
+};
+
+struct kp_gen {
+	struct kp_state	*S;
+	struct kp_ast	*ast;
+	struct kp_func	*fn;
+	struct kp_proto	*f;
+	int		top;		/* first free register */
+	int		vtop;		/* registers held by variables */
+	struct kp_label	*brk;		/* innermost loop's exit */
+	uint32_t	line, col;	/* node being compiled */
+	struct kp_var	**vars;		/* declared, innermost last */
+	uint32_t	nvars, varcap;
+};
+
+/* ---- instructions and registers ---- */
+
+static int emit(struct kp_gen *G, uint32_t insn)
+{
+	struct kp_proto *f = G->f;
+
+	if (f->ncode >= MAX_CODE)
+		kp_fatal(G->S, G->line, G->col, KP_E_FUNC_SIZE);
+	kp_grow(&G->S->arena, (void **)&f->code, &f->codecap, f->ncode + 1, 4);
+	kp_grow(&G->S->arena, (void **)&f->lines, &f->linecap, f->ncode + 1,
+		4);
+	f->code[f->ncode] = insn;
+	f->lines[f->ncode] = G->line;
+	return (int)f->ncode++;
+}
+
+static int emit_abc(struct kp_gen *G, int op, int a, int b, int c)
+{
+	return emit(G, KTAP_INSN(op, a, b, c));
+}
+
+static int emit_abx(struct kp_gen *G, int op, int a, int bx)
+{
+	return emit(G, KTAP_INSN_BX(op, a, (uint32_t)bx));
+}
+
+/* Blame @n for what follows (image.c reports limits at S->line). */
+static void at(struct kp_gen *G, const struct kp_node *n)
+{
+	G->line = G->S->line = n->line;
+	G->col = G->S->col = n->col;
+}
+
+/* Take @n registers at the top; returns the first. */
+static int take(struct kp_gen *G, int n)
+{
+	int r = G->top;
+
+	if (G->top + n > KTAP_MAX_REGS)
+		kp_fatal(G->S, G->line, G->col, KP_E_REGS, KTAP_MAX_REGS);
+	G->top += n;
+	if ((uint32_t)G->top > G->f->maxregs)
+		G->f->maxregs = (uint32_t)G->top;
+	return r;
+}
+
+static int const_str(struct kp_gen *G, const char *s, uint32_t len)
+{
+	return kp_const_str(G->S, s, len);
+}
+
+static void load_int(struct kp_gen *G, int r, int64_t v)
+{
+	if (v >= -32768 && v <= 32767)
+		emit_abx(G, KTAP_OP_LOADI, r, (int)v);
+	else
+		emit_abx(G, KTAP_OP_LOADK, r, kp_const_int(G->S, v));
+}
+
+/* ---- labels ---- */
+
+static void patch(struct kp_gen *G, uint32_t pc, int target)
+{
+	int off = target - (int)pc - 1;
+	uint32_t *i = &G->f->code[pc];
+
+	if (off < -32768 || off > 32767)
+		kp_fatal(G->S, G->line, G->col, KP_E_FUNC_SIZE);
+	*i = (*i & 0xffff) | ((uint32_t)off & 0xffff) << 16;
+}
+
+/* Emit @op (JMP, FORPREP, FORLOOP, ITERNEXT) with A = @a toward @l. */
+static void jump_op(struct kp_gen *G, int op, int a, struct kp_label *l)
+{
+	uint32_t pc = (uint32_t)emit_abx(G, op, a, 0);
+
+	if (l->pc >= 0) {
+		patch(G, pc, l->pc);
+		return;
+	}
+	kp_grow(&G->S->arena, (void **)&l->pcs, &l->cap, l->n + 1,
+		sizeof(*l->pcs));
+	l->pcs[l->n++] = pc;
+}
+
+static void jump(struct kp_gen *G, struct kp_label *l)
+{
+	jump_op(G, KTAP_OP_JMP, 0, l);
+}
+
+static void place(struct kp_gen *G, struct kp_label *l)
+{
+	uint32_t i;
+
+	l->pc = (int)G->f->ncode;
+	for (i = 0; i < l->n; i++)
+		patch(G, l->pcs[i], l->pc);
+	l->n = 0;
+}
+
+static void label_init(struct kp_label *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->pc = -1;
+}
+
+/* ---- variables ---- */
+
+static void declare(struct kp_gen *G, struct kp_var *v, int reg)
+{
+	v->reg = reg;
+	if (reg + 1 > G->vtop)
+		G->vtop = reg + 1;
+	kp_grow(&G->S->arena, (void **)&G->vars, &G->varcap, G->nvars + 1,
+		sizeof(*G->vars));
+	G->vars[G->nvars++] = v;
+}
+
+/*
+ * Leave a scope opened when G->nvars was @mark and the variables' top
+ * was @vtop: free the registers of its variables, except up to the
+ * highest one a closure captured.
+ */
+static void leave(struct kp_gen *G, uint32_t mark, int vtop)
+{
+	uint32_t i;
+
+	for (i = mark; i < G->nvars; i++)
+		if (G->vars[i]->captured && G->vars[i]->reg + 1 > vtop)
+			vtop = G->vars[i]->reg + 1;
+	G->nvars = mark;
+	G->vtop = vtop;
+	G->top = vtop;
+}
+
+/* ---- expressions ---- */
+
+static void to_reg(struct kp_gen *G, struct kp_node *n, int r);
+static void cond_jump(struct kp_gen *G, struct kp_node *n, int truth,
+		      struct kp_label *l);
+static uint32_t gen_func(struct kp_gen *G, struct kp_func *fn);
+
+/* A register holding the value of @n: a variable's own, or a new one. */
+static int any_reg(struct kp_gen *G, struct kp_node *n)
+{
+	int r;
+
+	if (n->kind == KP_N_NAME && n->sym.kind == KP_SYM_LOCAL)
+		return n->sym.var->reg;
+	r = take(G, 1);
+	to_reg(G, n, r);
+	return r;
+}
+
+/* A constant-table index for a string key usable in an 8-bit operand. */
+static int small_key(struct kp_gen *G, const struct kp_node *k)
+{
+	int idx;
+
+	if (k->kind != KP_N_STR)
+		return -1;
+	idx = const_str(G, k->str.s, k->str.len);
+	return idx <= 255 ? idx : -1;
+}
+
+/* A register holding the key @k (a constant string's goes to a temp). */
+static int key_reg(struct kp_gen *G, struct kp_node *k)
+{
+	return any_reg(G, k);
+}
+
+static int name_key_reg(struct kp_gen *G, const struct kp_str *name)
+{
+	int r = take(G, 1);
+
+	emit_abx(G, KTAP_OP_LOADK, r, const_str(G, name->s, name->len));
+	return r;
+}
+
+/* R(r) := R(t)[name] */
+static void get_field(struct kp_gen *G, int r, int t, const struct kp_str *s)
+{
+	int k = const_str(G, s->s, s->len), mark = G->top;
+
+	if (k <= 255) {
+		emit_abc(G, KTAP_OP_GETFIELD, r, t, k);
+		return;
+	}
+	emit_abc(G, KTAP_OP_GETTABLE, r, t, name_key_reg(G, s));
+	G->top = mark;
+}
+
+/*
+ * Base register of a call whose result goes to @r: @r itself when it
+ * is the topmost temporary (the arguments go right above it), never a
+ * variable's register, which the callee or an argument may still read.
+ */
+static int call_base(struct kp_gen *G, int r)
+{
+	return r >= G->vtop && r + 1 == G->top ? r : take(G, 1);
+}
+
+static int args_to_regs(struct kp_gen *G, struct kp_node *a)
+{
+	int n = 0;
+
+	for (; a; a = a->next, n++) {
+		at(G, a);
+		to_reg(G, a, take(G, 1));
+	}
+	return n;
+}
+
+/* A call; the result lands in @r, or nowhere when @r < 0. */
+static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
+{
+	int mark = G->top, base, nargs;
+
+	if (n->ansi) {
+		if (r >= 0) {
+			emit_abx(G, KTAP_OP_LOADK, r,
+				 const_str(G, n->ansi, n->ansi_len));
+			return;
+		}
+		base = take(G, 2);
+		emit_abx(G, KTAP_OP_LOADK, base + 1,
+			 const_str(G, n->ansi, n->ansi_len));
+		emit_abc(G, KTAP_OP_CALLB, base, 1, KTAP_BI_printf);
+		G->top = mark;
+		return;
+	}
+	base = r >= 0 ? call_base(G, r) : take(G, 1);
+	if (n->kind == KP_N_METHOD) {
+		take(G, 1);
+		to_reg(G, n->a, base + 1);
+		get_field(G, base, base + 1, &n->str);
+		nargs = 1 + args_to_regs(G, n->list);
+		at(G, n);
+		emit_abc(G, KTAP_OP_CALL, base, nargs, r >= 0);
+	} else if (n->builtin >= 0) {
+		nargs = args_to_regs(G, n->list);
+		at(G, n);
+		emit_abc(G, KTAP_OP_CALLB, base, nargs, n->builtin);
+	} else {
+		to_reg(G, n->a, base);
+		nargs = args_to_regs(G, n->list);
+		at(G, n);
+		emit_abc(G, KTAP_OP_CALL, base, nargs, r >= 0);
+	}
+	if (r >= 0 && r != base)
+		emit_abc(G, KTAP_OP_MOVE, r, base, 0);
+	G->top = mark;
+}
+
+static void gen_name(struct kp_gen *G, struct kp_node *n, int r)
+{
+	int base;
+
+	switch (n->sym.kind) {
+	case KP_SYM_LOCAL:
+		if (n->sym.var->reg != r)
+			emit_abc(G, KTAP_OP_MOVE, r, n->sym.var->reg, 0);
+		break;
+	case KP_SYM_UPVAL:
+		emit_abc(G, KTAP_OP_GETUPVAL, r, n->sym.upval, 0);
+		break;
+	case KP_SYM_GLOBAL:
+		emit_abx(G, KTAP_OP_GETGLOBAL, r, n->sym.global);
+		break;
+	case KP_SYM_BUILTIN:
+		emit_abc(G, KTAP_OP_CALLB, r, 0, n->sym.builtin);
+		break;
+	case KP_SYM_ARGN:
+		base = call_base(G, r);
+		load_int(G, take(G, 1), n->sym.argn);
+		emit_abc(G, KTAP_OP_CALLB, base, 1, KTAP_BI_argn);
+		if (base != r)
+			emit_abc(G, KTAP_OP_MOVE, r, base, 0);
+		break;
+	case KP_SYM_FIELD:
+		get_field(G, r, n->sym.event->reg, &n->str);
+		break;
+	default:
+		emit_abc(G, KTAP_OP_LOADNIL, r, 0, 0);
+		break;
+	}
+}
+
+static const int kp_arith_op[] = {
+	[KP_OP_ADD] = KTAP_OP_ADD, [KP_OP_SUB] = KTAP_OP_SUB,
+	[KP_OP_MUL] = KTAP_OP_MUL, [KP_OP_DIV] = KTAP_OP_DIV,
+	[KP_OP_MOD] = KTAP_OP_MOD, [KP_OP_CONCAT] = KTAP_OP_CONCAT,
+};
+
+/* The constant index of integer @n if it fits an 8-bit operand, else -1. */
+static int small_int(struct kp_gen *G, const struct kp_node *n)
+{
+	int k;
+
+	if (n->kind != KP_N_INT)
+		return -1;
+	k = kp_const_int(G->S, n->ival);
+	return k <= 255 ? k : -1;
+}
+
+/* R(r) := R(ra) op b, with the constant form when b is a small integer. */
+static void arith_reg(struct kp_gen *G, int op, int r, int ra,
+		      struct kp_node *b)
+{
+	int k = op == KP_OP_CONCAT ? -1 : small_int(G, b);
+	int o = kp_arith_op[op];
+
+	if (k >= 0) {
+		emit_abc(G, o - KTAP_OP_ADD + KTAP_OP_ADDK, r, ra, k);
+		return;
+	}
+	emit_abc(G, o, r, ra, any_reg(G, b));
+}
+
+/* A comparison, or `not` of one: its value is made by jumps. */
+static int is_condition(const struct kp_node *n)
+{
+	if (n->kind == KP_N_UNOP && n->op == '!')
+		return is_condition(n->a);
+	return n->kind == KP_N_BINOP && n->op >= KP_OP_EQ &&
+	       n->op <= KP_OP_GE;
+}
+
+/* R(r) := true or false, the truth of condition @n. */
+static void bool_from_cond(struct kp_gen *G, struct kp_node *n, int r)
+{
+	struct kp_label f, end;
+
+	label_init(&f);
+	label_init(&end);
+	cond_jump(G, n, 0, &f);
+	emit_abc(G, KTAP_OP_LOADBOOL, r, 1, 0);
+	jump(G, &end);
+	place(G, &f);
+	emit_abc(G, KTAP_OP_LOADBOOL, r, 0, 0);
+	place(G, &end);
+}
+
+static void gen_binop(struct kp_gen *G, struct kp_node *n, int r)
+{
+	struct kp_label l;
+	int k, ra;
+
+	switch (n->op) {
+	case KP_OP_AND:
+	case KP_OP_OR:
+		label_init(&l);
+		to_reg(G, n->a, r);
+		at(G, n);
+		emit_abc(G, KTAP_OP_TEST, r, 0, n->op == KP_OP_OR);
+		jump(G, &l);
+		to_reg(G, n->b, r);
+		place(G, &l);
+		return;
+	case KP_OP_ADD: case KP_OP_SUB: case KP_OP_MUL: case KP_OP_DIV:
+	case KP_OP_MOD: case KP_OP_CONCAT:
+		/* a commutative operation takes a small constant on either side */
+		if ((n->op == KP_OP_ADD || n->op == KP_OP_MUL) &&
+		    small_int(G, n->b) < 0 && (k = small_int(G, n->a)) >= 0) {
+			ra = any_reg(G, n->b);
+			at(G, n);
+			emit_abc(G, kp_arith_op[n->op] - KTAP_OP_ADD +
+				 KTAP_OP_ADDK, r, ra, k);
+			return;
+		}
+		/* a temporary target may hold the left operand first */
+		if (r >= G->vtop && !(n->a->kind == KP_N_NAME &&
+				      n->a->sym.kind == KP_SYM_LOCAL)) {
+			to_reg(G, n->a, r);
+			ra = r;
+		} else {
+			ra = any_reg(G, n->a);
+		}
+		at(G, n);
+		arith_reg(G, n->op, r, ra, n->b);
+		return;
+	default:
+		bool_from_cond(G, n, r);
+		return;
+	}
+}
+
+static void gen_table(struct kp_gen *G, struct kp_node *n, int r)
+{
+	int narr = 0, nhash = 0, pos = 0, pc, mark, k;
+	struct kp_node *it;
+
+	pc = emit_abc(G, KTAP_OP_NEWTABLE, r, 0, 0);
+	for (it = n->list; it; it = it->next) {
+		mark = G->top;
+		at(G, it);
+		if (!it->a) {
+			int kr = take(G, 1);
+
+			narr++;
+			load_int(G, kr, ++pos);
+			emit_abc(G, KTAP_OP_SETTABLE, r, kr, any_reg(G, it->b));
+		} else if ((k = small_key(G, it->a)) >= 0) {
+			nhash++;
+			emit_abc(G, KTAP_OP_SETFIELD, r, k, any_reg(G, it->b));
+		} else {
+			int kr = key_reg(G, it->a);
+
+			nhash++;
+			emit_abc(G, KTAP_OP_SETTABLE, r, kr, any_reg(G, it->b));
+		}
+		G->top = mark;
+	}
+	G->f->code[pc] = KTAP_INSN(KTAP_OP_NEWTABLE, r, narr > 255 ? 255 : narr,
+				   nhash > 255 ? 255 : nhash);
+}
+
+/* Compile @n so its value ends up in register @r. */
+static void to_reg(struct kp_gen *G, struct kp_node *n, int r)
+{
+	int mark = G->top, t, k;
+
+	if (r >= G->top)
+		take(G, r + 1 - G->top);
+	mark = G->top;
+	at(G, n);
+	switch (n->kind) {
+	case KP_N_NIL:
+		emit_abc(G, KTAP_OP_LOADNIL, r, 0, 0);
+		break;
+	case KP_N_TRUE:
+	case KP_N_FALSE:
+		emit_abc(G, KTAP_OP_LOADBOOL, r, n->kind == KP_N_TRUE, 0);
+		break;
+	case KP_N_INT:
+		load_int(G, r, n->ival);
+		break;
+	case KP_N_STR:
+		emit_abx(G, KTAP_OP_LOADK, r, const_str(G, n->str.s, n->str.len));
+		break;
+	case KP_N_NAME:
+		gen_name(G, n, r);
+		break;
+	case KP_N_INDEX:
+		t = any_reg(G, n->a);
+		at(G, n);
+		k = small_key(G, n->b);
+		if (k >= 0)
+			emit_abc(G, KTAP_OP_GETFIELD, r, t, k);
+		else
+			emit_abc(G, KTAP_OP_GETTABLE, r, t, key_reg(G, n->b));
+		break;
+	case KP_N_FIELD:
+		t = any_reg(G, n->a);
+		at(G, n);
+		get_field(G, r, t, &n->str);
+		break;
+	case KP_N_CALL:
+	case KP_N_METHOD:
+		gen_call(G, n, r);
+		break;
+	case KP_N_FUNC:
+		emit_abx(G, KTAP_OP_CLOSURE, r, (int)gen_func(G, n->fn));
+		break;
+	case KP_N_TABLE:
+		gen_table(G, n, r);
+		break;
+	case KP_N_UNOP:
+		if (n->op == '!' && is_condition(n->a)) {
+			bool_from_cond(G, n, r);
+			break;
+		}
+		t = any_reg(G, n->a);
+		at(G, n);
+		emit_abc(G, n->op == '-' ? KTAP_OP_UNM : KTAP_OP_NOT, r, t, 0);
+		break;
+	case KP_N_BINOP:
+		gen_binop(G, n, r);
+		break;
+	default:
+		break;
+	}
+	G->top = mark;
+}
+
+static const struct {
+	int	op;
+	int	swap;		/* operands exchanged: a > b is b < a */
+	int	negate;		/* NE is EQ with the wanted truth inverted */
+} kp_compare[] = {
+	[KP_OP_EQ] = { KTAP_OP_EQ, 0, 0 }, [KP_OP_NE] = { KTAP_OP_EQ, 0, 1 },
+	[KP_OP_LT] = { KTAP_OP_LT, 0, 0 }, [KP_OP_LE] = { KTAP_OP_LE, 0, 0 },
+	[KP_OP_GT] = { KTAP_OP_LT, 1, 0 }, [KP_OP_GE] = { KTAP_OP_LE, 1, 0 },
+};
+
+/* Jump to @l when the comparison @n is @truth. */
+static void compare_jump(struct kp_gen *G, struct kp_node *n, int truth,
+			 struct kp_label *l)
+{
+	int want = kp_compare[n->op].negate ? !truth : truth;
+	struct kp_node *x = n->a, *y = n->b;
+	int mark = G->top, rb, rc, k = -1;
+
+	if (n->op == KP_OP_EQ || n->op == KP_OP_NE) {
+		if (y->kind == KP_N_INT || y->kind == KP_N_STR) {
+			k = y->kind == KP_N_INT ? kp_const_int(G->S, y->ival) :
+			    const_str(G, y->str.s, y->str.len);
+		} else if (x->kind == KP_N_INT || x->kind == KP_N_STR) {
+			k = x->kind == KP_N_INT ? kp_const_int(G->S, x->ival) :
+			    const_str(G, x->str.s, x->str.len);
+			x = y;
+		}
+		if (k >= 0 && k <= 255) {
+			rb = any_reg(G, x);
+			at(G, n);
+			emit_abc(G, KTAP_OP_EQK, want, rb, k);
+			jump(G, l);
+			G->top = mark;
+			return;
+		}
+		x = n->a;
+	}
+	rb = any_reg(G, x);
+	rc = any_reg(G, y);
+	at(G, n);
+	if (kp_compare[n->op].swap)
+		emit_abc(G, kp_compare[n->op].op, want, rc, rb);
+	else
+		emit_abc(G, kp_compare[n->op].op, want, rb, rc);
+	jump(G, l);
+	G->top = mark;
+}
+
+/* Jump to @l when the truth of @n is @truth; fall through otherwise. */
+static void cond_jump(struct kp_gen *G, struct kp_node *n, int truth,
+		      struct kp_label *l)
+{
+	struct kp_label skip;
+	int mark = G->top, r;
+
+	switch (n->kind) {
+	case KP_N_NIL:
+	case KP_N_FALSE:
+		if (!truth)
+			jump(G, l);
+		return;
+	case KP_N_TRUE:
+	case KP_N_INT:
+	case KP_N_STR:
+		if (truth)
+			jump(G, l);
+		return;
+	case KP_N_UNOP:
+		if (n->op == '!') {
+			cond_jump(G, n->a, !truth, l);
+			return;
+		}
+		break;
+	case KP_N_BINOP:
+		switch (n->op) {
+		case KP_OP_AND:
+		case KP_OP_OR:
+			/* and: false if either is; or: true if either is */
+			if (truth == (n->op == KP_OP_OR)) {
+				cond_jump(G, n->a, truth, l);
+				cond_jump(G, n->b, truth, l);
+				return;
+			}
+			label_init(&skip);
+			cond_jump(G, n->a, !truth, &skip);
+			cond_jump(G, n->b, truth, l);
+			place(G, &skip);
+			return;
+		case KP_OP_EQ: case KP_OP_NE: case KP_OP_LT: case KP_OP_LE:
+		case KP_OP_GT: case KP_OP_GE:
+			compare_jump(G, n, truth, l);
+			return;
+		default:
+			break;
+		}
+		break;
+	default:
+		break;
+	}
+	r = any_reg(G, n);
+	at(G, n);
+	emit_abc(G, KTAP_OP_TEST, r, 0, truth);
+	jump(G, l);
+	G->top = mark;
+}
+
+/* ---- stores ---- */
+
+/* Store register @v into @target (NAME, INDEX or FIELD). */
+static void store_reg(struct kp_gen *G, struct kp_node *target, int v)
+{
+	int t, k;
+
+	switch (target->kind) {
+	case KP_N_NAME:
+		switch (target->sym.kind) {
+		case KP_SYM_LOCAL:
+			if (target->sym.var->reg != v)
+				emit_abc(G, KTAP_OP_MOVE, target->sym.var->reg,
+					 v, 0);
+			break;
+		case KP_SYM_UPVAL:
+			emit_abc(G, KTAP_OP_SETUPVAL, v, target->sym.upval, 0);
+			break;
+		default:
+			emit_abx(G, KTAP_OP_SETGLOBAL, v, target->sym.global);
+			break;
+		}
+		return;
+	case KP_N_INDEX:
+		t = any_reg(G, target->a);
+		k = small_key(G, target->b);
+		if (k >= 0)
+			emit_abc(G, KTAP_OP_SETFIELD, t, k, v);
+		else
+			emit_abc(G, KTAP_OP_SETTABLE, t,
+				 key_reg(G, target->b), v);
+		return;
+	default:
+		t = any_reg(G, target->a);
+		k = const_str(G, target->str.s, target->str.len);
+		if (k <= 255)
+			emit_abc(G, KTAP_OP_SETFIELD, t, k, v);
+		else
+			emit_abc(G, KTAP_OP_SETTABLE, t,
+				 name_key_reg(G, &target->str), v);
+		return;
+	}
+}
+
+/*
+ * Store the value of @n into @target. A local is written in place,
+ * unless building the value writes its register before reading it
+ * (a table constructor, `and`/`or`): x = {v = x} must see the old x.
+ */
+static void store(struct kp_gen *G, struct kp_node *target, struct kp_node *n)
+{
+	int in_place = n->kind != KP_N_TABLE &&
+		       !(n->kind == KP_N_BINOP &&
+			 (n->op == KP_OP_AND || n->op == KP_OP_OR));
+
+	if (target->kind == KP_N_NAME && target->sym.kind == KP_SYM_LOCAL &&
+	    in_place) {
+		to_reg(G, n, target->sym.var->reg);
+		return;
+	}
+	store_reg(G, target, any_reg(G, n));
+}
+
+/* A table element target: object and key registers. */
+static void element_regs(struct kp_gen *G, struct kp_node *target, int *t,
+			 int *k)
+{
+	*t = any_reg(G, target->a);
+	if (target->kind == KP_N_FIELD)
+		*k = name_key_reg(G, &target->str);
+	else
+		*k = key_reg(G, target->b);
+}
+
+static void gen_compound(struct kp_gen *G, struct kp_node *n)
+{
+	struct kp_node *target = n->a;
+	int t, k, v, r;
+
+	if ((target->kind == KP_N_INDEX || target->kind == KP_N_FIELD) &&
+	    (n->op == KP_OP_ADD || n->op == KP_OP_SUB)) {
+		/* one atomic update, safe against other CPUs */
+		element_regs(G, target, &t, &k);
+		if (n->op == KP_OP_SUB && n->b->kind == KP_N_INT) {
+			v = take(G, 1);
+			load_int(G, v, (int64_t)(0 - (uint64_t)n->b->ival));
+		} else if (n->op == KP_OP_SUB) {
+			v = take(G, 1);
+			emit_abc(G, KTAP_OP_UNM, v, any_reg(G, n->b), 0);
+		} else {
+			v = any_reg(G, n->b);
+		}
+		at(G, n);
+		emit_abc(G, KTAP_OP_INCTABLE, t, k, v);
+		return;
+	}
+	if (target->kind == KP_N_INDEX || target->kind == KP_N_FIELD) {
+		struct kp_str name = target->str;
+
+		t = any_reg(G, target->a);
+		k = target->kind == KP_N_FIELD ?
+		    const_str(G, name.s, name.len) : small_key(G, target->b);
+		r = take(G, 1);
+		if (k >= 0 && k <= 255) {
+			emit_abc(G, KTAP_OP_GETFIELD, r, t, k);
+			arith_reg(G, n->op, r, r, n->b);
+			emit_abc(G, KTAP_OP_SETFIELD, t, k, r);
+			return;
+		}
+		k = target->kind == KP_N_FIELD ? name_key_reg(G, &name) :
+		    key_reg(G, target->b);
+		emit_abc(G, KTAP_OP_GETTABLE, r, t, k);
+		arith_reg(G, n->op, r, r, n->b);
+		emit_abc(G, KTAP_OP_SETTABLE, t, k, r);
+		return;
+	}
+	if (target->sym.kind == KP_SYM_LOCAL) {
+		r = target->sym.var->reg;
+		arith_reg(G, n->op, r, r, n->b);
+		return;
+	}
+	r = take(G, 1);
+	to_reg(G, target, r);
+	arith_reg(G, n->op, r, r, n->b);
+	store_reg(G, target, r);
+}
+
+static void gen_assign(struct kp_gen *G, struct kp_node *n)
+{
+	int nt = 0, nv = 0, i, *vals, *objs, *keys;
+	struct kp_node *t, *v;
+
+	for (t = n->list; t; t = t->next)
+		nt++;
+	for (v = n->list2; v; v = v->next)
+		nv++;
+	if (nt == 1 && nv == 1) {
+		store(G, n->list, n->list2);
+		return;
+	}
+	/*
+	 * Several targets: evaluate every target's table and key, then
+	 * every value, then store, so `a[i], i = i + 1, 5` indexes with
+	 * the old i.
+	 */
+	vals = kp_alloc(&G->S->arena, sizeof(int) * (size_t)(nt + nv) * 3);
+	objs = vals + nt + nv;
+	keys = objs + nt + nv;
+	for (i = 0, t = n->list; t; t = t->next, i++) {
+		if (t->kind == KP_N_NAME)
+			continue;
+		objs[i] = take(G, 1);
+		to_reg(G, t->a, objs[i]);
+		keys[i] = take(G, 1);
+		if (t->kind == KP_N_FIELD)
+			emit_abx(G, KTAP_OP_LOADK, keys[i],
+				 const_str(G, t->str.s, t->str.len));
+		else
+			to_reg(G, t->b, keys[i]);
+	}
+	for (i = 0, v = n->list2; v; v = v->next, i++) {
+		vals[i] = take(G, 1);
+		to_reg(G, v, vals[i]);
+	}
+	for (; i < nt; i++) {
+		vals[i] = take(G, 1);
+		emit_abc(G, KTAP_OP_LOADNIL, vals[i], 0, 0);
+	}
+	for (i = 0, t = n->list; t; t = t->next, i++) {
+		at(G, t);
+		if (t->kind == KP_N_NAME)
+			store_reg(G, t, vals[i]);
+		else
+			emit_abc(G, KTAP_OP_SETTABLE, objs[i], keys[i],
+				 vals[i]);
+	}
+}
+
+static void gen_local(struct kp_gen *G, struct kp_node *n)
+{
+	struct kp_node *e = n->list;
+	struct kp_var *v;
+	int base = G->top, nv = 0, i;
+
+	for (v = n->vars; v; v = v->next)
+		nv++;
+	take(G, nv);
+	for (i = 0; e; e = e->next, i++) {
+		if (i < nv) {
+			to_reg(G, e, base + i);
+		} else {
+			int mark = G->top;
+
+			to_reg(G, e, take(G, 1));
+			G->top = mark;
+		}
+	}
+	if (i < nv)
+		emit_abc(G, KTAP_OP_LOADNIL, base + i, nv - i - 1, 0);
+	for (i = 0, v = n->vars; v; v = v->next, i++)
+		declare(G, v, base + i);
+	G->top = G->vtop;
+}
+
+/* Attach the closure in register @r to probes [first, first + n). */
+static void attach(struct kp_gen *G, int r, const struct kp_probe *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n; i++)
+		emit_abx(G, KTAP_OP_ATTACH, r, (int)(p->first + i));
+}
+
+static void gen_block(struct kp_gen *G, struct kp_node *blk);
+
+static void gen_stmt(struct kp_gen *G, struct kp_node *n)
+{
+	struct kp_label l1, l2, *saved;
+	int base, r;
+
+	at(G, n);
+	switch (n->kind) {
+	case KP_N_BLOCK:
+		gen_block(G, n);
+		break;
+	case KP_N_LOCAL:
+		gen_local(G, n);
+		break;
+	case KP_N_LOCALFUNC:
+		r = take(G, 1);
+		declare(G, n->vars, r);
+		emit_abx(G, KTAP_OP_CLOSURE, r, (int)gen_func(G, n->fn));
+		break;
+	case KP_N_ASSIGN:
+		gen_assign(G, n);
+		break;
+	case KP_N_COMPOUND:
+		gen_compound(G, n);
+		break;
+	case KP_N_AGGR: {
+		int t, k;
+
+		element_regs(G, n->a, &t, &k);
+		r = any_reg(G, n->b);
+		at(G, n);
+		emit_abc(G, KTAP_OP_AGGR, t, k, r);
+		break;
+	}
+	case KP_N_EXPR:
+		if (n->a->kind == KP_N_CALL && n->a->probe) {
+			r = any_reg(G, n->a->probe->handler);
+			at(G, n);
+			attach(G, r, n->a->probe);
+		} else {
+			gen_call(G, n->a, -1);
+		}
+		break;
+	case KP_N_IF:
+		label_init(&l1);
+		label_init(&l2);
+		cond_jump(G, n->a, 0, &l1);
+		gen_stmt(G, n->b);
+		if (n->c) {
+			jump(G, &l2);
+			place(G, &l1);
+			gen_stmt(G, n->c);
+			place(G, &l2);
+		} else {
+			place(G, &l1);
+		}
+		break;
+	case KP_N_WHILE:
+		label_init(&l1);
+		label_init(&l2);
+		place(G, &l1);
+		cond_jump(G, n->a, 0, &l2);
+		saved = G->brk;
+		G->brk = &l2;
+		gen_stmt(G, n->b);
+		G->brk = saved;
+		jump(G, &l1);
+		place(G, &l2);
+		break;
+	case KP_N_FORNUM: {
+		uint32_t mark = G->nvars;
+		int vtop = G->vtop;
+		struct kp_label body, next;
+
+		label_init(&body);
+		label_init(&next);
+		label_init(&l2);
+		/* each at the top, so a call lands in place */
+		base = take(G, 1);
+		to_reg(G, n->a, base);
+		to_reg(G, n->b, take(G, 1));
+		if (n->c)
+			to_reg(G, n->c, take(G, 1));
+		else
+			load_int(G, take(G, 1), 1);
+		declare(G, n->vars, take(G, 1));
+		G->vtop = base + 4;
+		at(G, n);
+		jump_op(G, KTAP_OP_FORPREP, base, &next);
+		place(G, &body);
+		saved = G->brk;
+		G->brk = &l2;
+		gen_stmt(G, n->list);
+		G->brk = saved;
+		place(G, &next);
+		at(G, n);
+		jump_op(G, KTAP_OP_FORLOOP, base, &body);
+		place(G, &l2);
+		leave(G, mark, vtop);
+		break;
+	}
+	case KP_N_FORIN: {
+		uint32_t mark = G->nvars;
+		int vtop = G->vtop;
+		struct kp_label body, next;
+
+		label_init(&body);
+		label_init(&next);
+		label_init(&l2);
+		base = take(G, 1);
+		to_reg(G, n->a, base);
+		take(G, 3);
+		declare(G, n->vars, base + 1);
+		if (n->vars->next)
+			declare(G, n->vars->next, base + 2);
+		G->vtop = base + 4;
+		at(G, n);
+		jump(G, &next);
+		place(G, &body);
+		saved = G->brk;
+		G->brk = &l2;
+		gen_stmt(G, n->b);
+		G->brk = saved;
+		place(G, &next);
+		at(G, n);
+		jump_op(G, KTAP_OP_ITERNEXT, base, &body);
+		place(G, &l2);
+		leave(G, mark, vtop);
+		break;
+	}
+	case KP_N_RETURN:
+		if (n->a) {
+			r = any_reg(G, n->a);
+			at(G, n);
+			emit_abc(G, KTAP_OP_RETURN, r, 1, 0);
+		} else {
+			emit_abc(G, KTAP_OP_RETURN, 0, 0, 0);
+		}
+		break;
+	case KP_N_BREAK:
+		jump(G, G->brk);
+		break;
+	case KP_N_FUNCSTAT:
+		r = take(G, 1);
+		emit_abx(G, KTAP_OP_CLOSURE, r, (int)gen_func(G, n->fn));
+		at(G, n);
+		store_reg(G, n->a, r);
+		break;
+	case KP_N_PROBE:
+		r = take(G, 1);
+		emit_abx(G, KTAP_OP_CLOSURE, r, (int)gen_func(G, n->fn));
+		at(G, n);
+		attach(G, r, n->probe);
+		break;
+	default:
+		break;
+	}
+	G->top = G->vtop;
+}
+
+static void gen_block(struct kp_gen *G, struct kp_node *blk)
+{
+	uint32_t mark = G->nvars;
+	int vtop = G->vtop;
+	struct kp_node *s;
+
+	for (s = blk->list; s; s = s->next)
+		gen_stmt(G, s);
+	leave(G, mark, vtop);
+}
+
+/* arg = { [0] = script, [1] = first argument, ... }: numbers as numbers */
+static void arg_prologue(struct kp_gen *G)
+{
+	struct kp_state *S = G->S;
+	int t = take(G, 3), i;
+
+	emit_abc(G, KTAP_OP_NEWTABLE, t, S->nargs > 255 ? 255 : S->nargs, 1);
+	for (i = 0; i <= S->nargs && i <= KP_MAX_ARGS; i++) {
+		const char *a = i ? S->args[i - 1] : S->file, *p = a;
+		int num = *p != '\0' && i;
+		int64_t v = 0;
+
+		for (; *p && num; p++) {
+			if (*p < '0' || *p > '9' || v > INT64_MAX / 10 - 10)
+				num = 0;
+			else
+				v = v * 10 + (*p - '0');
+		}
+		load_int(G, t + 1, i);
+		if (num)
+			load_int(G, t + 2, v);
+		else
+			emit_abx(G, KTAP_OP_LOADK, t + 2,
+				 const_str(G, a, (uint32_t)strlen(a)));
+		emit_abc(G, KTAP_OP_SETTABLE, t, t + 1, t + 2);
+	}
+	emit_abx(G, KTAP_OP_SETGLOBAL, t, kp_global(S, "arg"));
+	G->top = G->vtop;
+}
+
+/* Compile @fn into a new prototype; returns its index. */
+static uint32_t gen_func(struct kp_gen *G, struct kp_func *fn)
+{
+	struct kp_gen saved = *G;
+	struct kp_label end;
+	struct kp_var *v;
+	uint32_t idx, i;
+	int reg = 0;
+
+	G->S->line = fn->line;
+	G->S->col = fn->col;
+	G->f = kp_proto_new(G->S, &idx);
+	fn->idx = idx;
+	G->f->parent = fn->parent ? fn->parent->idx : KTAP_BC_NO_STR;
+	G->f->name = fn->name;
+	G->f->line = fn->line;
+	G->f->nparams = fn->nparams;
+	G->fn = fn;
+	G->top = G->vtop = 0;
+	G->brk = NULL;
+	G->line = fn->line;
+	G->col = fn->col;
+	G->vars = NULL;
+	G->nvars = G->varcap = 0;
+	/* how the closure finds each upvalue when it is created */
+	if (fn->nupv) {
+		G->f->upv = kp_alloc(&G->S->arena,
+				     fn->nupv * sizeof(*G->f->upv));
+		G->f->nupv = fn->nupv;
+	}
+	for (i = 0; i < fn->nupv; i++) {
+		const struct kp_upval *u = &fn->upv[i];
+
+		G->f->upv[i].in_stack = u->parent_upval < 0;
+		G->f->upv[i].index = (uint8_t)(u->parent_upval < 0 ?
+					       u->var->reg : u->parent_upval);
+	}
+	for (v = fn->params; v; v = v->next)
+		declare(G, v, reg++);
+	take(G, reg);
+	if (!fn->parent && G->ast->need_arg)
+		arg_prologue(G);
+	label_init(&end);
+	if (fn->filter) {
+		cond_jump(G, fn->filter, 0, &end);
+		G->top = G->vtop;
+	}
+	gen_block(G, fn->body);
+	place(G, &end);
+	G->line = fn->end_line;
+	emit_abc(G, KTAP_OP_RETURN, 0, 0, 0);
+	if (G->f->maxregs < 1)
+		G->f->maxregs = 1;
+	*G = saved;
+	return idx;
+}
+
+int kp_gen(struct kp_state *S, struct kp_ast *ast)
+{
+	struct kp_gen G;
+	int before = S->nerrors;
+
+	memset(&G, 0, sizeof(G));
+	G.S = S;
+	G.ast = ast;
+	gen_func(&G, ast->main);
+	return S->nerrors - before;
+}
