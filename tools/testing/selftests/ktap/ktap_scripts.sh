@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 15
+ktap_set_plan 17
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -338,6 +338,45 @@ if [ $rc -ne 124 ] && grep -q 'instruction budget exceeded' "$T/sortspin.out" &&
 else
 	sed 's/^/# /' "$T/sortspin.out" | head -5
 	ktap_test_fail "a runaway sort_pairs cmp ends with a budget error (rc $rc)"
+fi
+
+# 16. a bare name in a filter is the event's field before a builtin:
+# count is sys_enter_write's count (dash's printf writes once)
+timeout 60 "$KTAP" -q -e 'trace syscalls:sys_enter_write /count == 7/ { printf("%d\n", e.count) }' \
+	-- sh -c 'printf 1234567 > /dev/null; printf 123 > /dev/null; printf abcdefg > /dev/null' \
+	> "$T/count.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && [ "$(tr '\n' ' ' < "$T/count.out")" = "7 7 " ]; then
+	ktap_test_pass "/count == 7/ filters sys_enter_write on its count field"
+else
+	sed 's/^/# /' "$T/count.out" | head -5
+	ktap_test_fail "/count == 7/ filters sys_enter_write on its count field (rc $rc)"
+fi
+
+# 17. a script's variables shadow builtins of the same name (0.1 scripts
+# use count and max as variables)
+cat > "$T/shadow.kp" <<'EOF'
+count = 0
+for (i = 1, 4) {
+	count += i
+}
+function top(t) {
+	var max = 0
+	for (k, v in pairs(t)) {
+		if (v > max) {
+			max = v
+		}
+	}
+	return max
+}
+printf("%d %d %d\n", count, top({ 3, 8, 5 }), len({ 1, 2 }))
+EOF
+out=$(timeout 60 "$KTAP" -q "$T/shadow.kp" 2>&1)
+if [ "$out" = "10 8 2" ]; then
+	ktap_test_pass "variables named count and max shadow the builtins"
+else
+	ktap_print_msg "got: $out"
+	ktap_test_fail "variables named count and max shadow the builtins"
 fi
 
 ktap_finished
