@@ -8,7 +8,8 @@
 #include "ast.h"
 #include "lex.h"
 
-#define __KP_NODE_NAME(name)	[KP_N_##name] = #name,
+#define __KP_NODE_NAME(name)						\
+	[KP_N_##name] = #name,
 const char *const kp_nodename[KP_N__COUNT] = {
 	KP_NODES(__KP_NODE_NAME)
 };

@@ -109,6 +109,7 @@ struct kp_sym {
 	int		builtin;	/* BUILTIN */
 	int		argn;		/* ARGN */
 	struct kp_var	*event;		/* FIELD: the handler's `e` */
+	struct kp_str	field;		/* FIELD: its name */
 };
 
 /* One upvalue of a function, as struct ktap_bc_upval wants it. */
@@ -179,6 +180,7 @@ struct kp_node {
 	int		builtin;	/* CALL: builtin id, or -1 */
 	const char	*ansi;		/* CALL: ansi.* escape sequence */
 	uint32_t	ansi_len;
+	uint8_t		ansi_args;	/* CALL: ansi.* of run-time values */
 };
 
 /* The parsed script. */

@@ -6,7 +6,8 @@
  * and concatenation of constants the way the VM computes them (64-bit
  * wrapping integers, division truncating toward zero), so probe
  * specifications, timer periods and ansi arguments may be constant
- * expressions, and reports a constant division by zero.
+ * expressions. A division by zero is left to fail at run time, as in
+ * the original ktap.
  *
  * kp_check() runs after resolve.c, when every call knows whether it
  * reaches a builtin: argument counts of builtins, probes only in the
@@ -54,7 +55,7 @@ static void fold_concat(struct kp_state *S, struct kp_node *n)
 	n->str.len = l1 + l2;
 }
 
-static void fold_arith(struct kp_state *S, struct kp_node *n)
+static void fold_arith(struct kp_node *n)
 {
 	uint64_t a = (uint64_t)n->a->ival, b = (uint64_t)n->b->ival;
 	int64_t r;
@@ -70,10 +71,9 @@ static void fold_arith(struct kp_state *S, struct kp_node *n)
 		r = (int64_t)(a * b);
 		break;
 	default:
-		if (!b) {
-			kp_error(S, n->line, n->col, KP_E_DIV_ZERO);
+		/* left to the VM, whose error names the line at run time */
+		if (!b)
 			return;
-		}
 		/* INT64_MIN / -1 wraps, as in the VM */
 		if (n->b->ival == -1)
 			r = n->op == KP_OP_DIV ? (int64_t)(0 - a) : 0;
@@ -132,7 +132,7 @@ static void fold_expr(struct kp_state *S, struct kp_node *n)
 		fold_expr(S, n->b);
 		if (n->op <= KP_OP_MOD && n->a->kind == KP_N_INT &&
 		    n->b->kind == KP_N_INT)
-			fold_arith(S, n);
+			fold_arith(n);
 		else if (n->op == KP_OP_CONCAT && is_const(n->a) &&
 			 is_const(n->b))
 			fold_concat(S, n);

@@ -835,10 +835,80 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 	return 1;
 }
 
+static uint32_t resolve_one(struct kp_state *S, const char *spec,
+			    enum kp_spec_form form, uint32_t line,
+			    uint32_t col, uint32_t *first,
+			    struct kp_evinfo *ev);
+
+/*
+ * `trace a, b { }` (the original's event lists): each definition in
+ * turn, their probe entries consecutive, their fields merged. A field
+ * list stays checkable only when every part's is known.
+ */
+static uint32_t resolve_list(struct kp_state *S, const char *spec,
+			     enum kp_spec_form form, uint32_t line,
+			     uint32_t col, uint32_t *first,
+			     struct kp_evinfo *ev)
+{
+	const char *p = spec, *end;
+	uint32_t total = 0, n, f, i;
+	int unknown = 0;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->tracepoint = 1;
+	for (;;) {
+		struct kp_evinfo part;
+		size_t len;
+		char *one;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		one = kp_strndup(&S->arena, p, len);
+		memset(&part, 0, sizeof(part));
+		n = resolve_one(S, one, form, line, col, &f, &part);
+		if (!n)
+			return 0;
+		if (!total)
+			*first = f;
+		total += n;
+		ev->tracepoint &= part.tracepoint;
+		ev->syscalls |= part.syscalls;
+		if (!ev->first)
+			ev->first = part.first;
+		if (!part.fields)
+			unknown = 1;
+		for (i = 0; i < part.nfields; i++)
+			add_field(S, ev, part.fields[i],
+				  strlen(part.fields[i]));
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	if (unknown) {
+		ev->fields = NULL;
+		ev->nfields = 0;
+	}
+	return total;
+}
+
 uint32_t kp_events_resolve(struct kp_state *S, const char *spec,
 			   enum kp_spec_form form, uint32_t line,
 			   uint32_t col, uint32_t *first,
 			   struct kp_evinfo *ev)
+{
+	if (strchr(spec, ','))
+		return resolve_list(S, spec, form, line, col, first, ev);
+	return resolve_one(S, spec, form, line, col, first, ev);
+}
+
+static uint32_t resolve_one(struct kp_state *S, const char *spec,
+			    enum kp_spec_form form, uint32_t line,
+			    uint32_t col, uint32_t *first,
+			    struct kp_evinfo *ev)
 {
 	const char *rest;
 
@@ -859,6 +929,14 @@ uint32_t kp_events_resolve(struct kp_state *S, const char *spec,
 			 "use probe:FUNCTION (a kprobe) instead");
 		return 0;
 	}
+	if (!strncmp(spec, "sdt:", 4)) {
+		kp_error(S, line, col, KP_E_UNSUPPORTED, spec,
+			 "USDT probes are not supported yet (ktap -lm lists a binary's markers)");
+		return 0;
+	}
+	/* ktap 0.1: "tp:" alone is every tracepoint */
+	if (!strcmp(spec, "tp:"))
+		return tp_resolve(S, spec, "*:*", line, col, first, ev);
 	if (!strncmp(spec, "tp:", 3))
 		return tp_resolve(S, spec, spec + 3, line, col, first, ev);
 	if (!strchr(spec, ':')) {

@@ -257,11 +257,39 @@ static int args_to_regs(struct kp_gen *G, struct kp_node *a)
 	return n;
 }
 
+/* ansi.set_color*() of run-time values: "\033[" a ";" b ... "m" */
+static void ansi_concat(struct kp_gen *G, struct kp_node *n, int r)
+{
+	int mark = G->top, sep;
+	struct kp_node *a;
+
+	emit_abx(G, KTAP_OP_LOADK, r, const_str(G, "\033[", 2));
+	for (a = n->list; a; a = a->next) {
+		emit_abc(G, KTAP_OP_CONCAT, r, r, any_reg(G, a));
+		sep = take(G, 1);
+		emit_abx(G, KTAP_OP_LOADK, sep,
+			 const_str(G, a->next ? ";" : "m", 1));
+		emit_abc(G, KTAP_OP_CONCAT, r, r, sep);
+		G->top = mark;
+	}
+}
+
 /* A call; the result lands in @r, or nowhere when @r < 0. */
 static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 {
 	int mark = G->top, base, nargs;
 
+	if (n->ansi_args) {
+		if (r >= 0) {
+			ansi_concat(G, n, r);
+			return;
+		}
+		base = take(G, 2);
+		ansi_concat(G, n, base + 1);
+		emit_abc(G, KTAP_OP_CALLB, base, 1, KTAP_BI_printf);
+		G->top = mark;
+		return;
+	}
 	if (n->ansi) {
 		if (r >= 0) {
 			emit_abx(G, KTAP_OP_LOADK, r,
@@ -324,7 +352,7 @@ static void gen_name(struct kp_gen *G, struct kp_node *n, int r)
 			emit_abc(G, KTAP_OP_MOVE, r, base, 0);
 		break;
 	case KP_SYM_FIELD:
-		get_field(G, r, n->sym.event->reg, &n->str);
+		get_field(G, r, n->sym.event->reg, &n->sym.field);
 		break;
 	default:
 		emit_abc(G, KTAP_OP_LOADNIL, r, 0, 0);
@@ -406,8 +434,9 @@ static void gen_binop(struct kp_gen *G, struct kp_node *n, int r)
 	case KP_OP_ADD: case KP_OP_SUB: case KP_OP_MUL: case KP_OP_DIV:
 	case KP_OP_MOD: case KP_OP_CONCAT:
 		/* a commutative operation takes a small constant on either side */
-		if ((n->op == KP_OP_ADD || n->op == KP_OP_MUL) &&
-		    small_int(G, n->b) < 0 && (k = small_int(G, n->a)) >= 0) {
+		k = n->op == KP_OP_ADD || n->op == KP_OP_MUL ?
+		    small_int(G, n->a) : -1;
+		if (k >= 0 && n->b->kind != KP_N_INT) {
 			ra = any_reg(G, n->b);
 			at(G, n);
 			emit_abc(G, kp_arith_op[n->op] - KTAP_OP_ADD +
@@ -433,7 +462,7 @@ static void gen_binop(struct kp_gen *G, struct kp_node *n, int r)
 
 static void gen_table(struct kp_gen *G, struct kp_node *n, int r)
 {
-	int narr = 0, nhash = 0, pos = 0, pc, mark, k;
+	int narr = 0, nhash = 0, pos = 0, pc, mark;
 	struct kp_node *it;
 
 	pc = emit_abc(G, KTAP_OP_NEWTABLE, r, 0, 0);
@@ -446,9 +475,10 @@ static void gen_table(struct kp_gen *G, struct kp_node *n, int r)
 			narr++;
 			load_int(G, kr, ++pos);
 			emit_abc(G, KTAP_OP_SETTABLE, r, kr, any_reg(G, it->b));
-		} else if ((k = small_key(G, it->a)) >= 0) {
+		} else if (small_key(G, it->a) >= 0) {
 			nhash++;
-			emit_abc(G, KTAP_OP_SETFIELD, r, k, any_reg(G, it->b));
+			emit_abc(G, KTAP_OP_SETFIELD, r, small_key(G, it->a),
+				 any_reg(G, it->b));
 		} else {
 			int kr = key_reg(G, it->a);
 

@@ -77,15 +77,16 @@
 	E(FUNC_SIZE,	"function too large (jump out of range)")	\
 	E(IMAGE_SIZE,	"bytecode image too large (limit %u bytes)")	\
 	E(SOURCE_SIZE,	"script too large (limit %d bytes)")		\
-	E(DIV_ZERO,	"division by zero in constant expression")	\
 	E(FOR_STEP,	"'for' step is zero")				\
 	E(MULTI_RET,	"only one return value is supported")		\
 	E(LIB_VALUE,	"'%s' attaches a probe and has no value: use it as a statement") \
+	E(NO_EVENT,	"'%s' is only available in a probe handler that receives the event") \
+	E(FFI,		"the FFI is not supported: ktap cannot call kernel functions or read kernel structures safely") \
 	E(PROBE_MAIN,	"probes can only be defined in the main chunk, not inside a function") \
 	E(PROBE_SPEC,	"probe specification must be a constant string") \
 	E(PROBE_ARGS,	"%s needs %s")					\
 	E(TIMER_ARG,	"%s needs a constant positive integer period")	\
-	E(ANSI_ARG,	"%s needs constant integer arguments")		\
+	E(ANSI_ARG,	"%s needs integer arguments from 0 to 255")		\
 	E(NO_EVENTDEF,	"expected an event definition after 'trace'")	\
 	E(BAD_EVENTDEF,	"bad event definition '%s': %s")		\
 	E(UNKNOWN_EVENT, "unknown event '%s'%s")			\

@@ -286,7 +286,12 @@ static void lx_number(struct kp_lexer *L)
 		t->type = TK_ERROR;
 		return;
 	}
-	if (ovf || (base == 10 && v > (uint64_t)INT64_MAX + 1)) {
+	/* a decimal beyond 64 bits saturates, as strtoll() does */
+	if (base == 10 && (ovf || v > (uint64_t)INT64_MAX + 1)) {
+		t->i = INT64_MAX;
+		return;
+	}
+	if (ovf) {
 		kp_error(L->S, t->line, t->col, KP_E_NUM_RANGE,
 			 kp_strndup(&L->S->arena, start, (size_t)(L->p - start)));
 		t->type = TK_ERROR;

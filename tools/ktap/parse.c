@@ -725,8 +725,16 @@ static const uint8_t kp_compound_op[TK__COUNT] = {
 static struct kp_node *expr_stmt(struct kp_parser *P)
 {
 	struct kp_token *start = tok(P), *t;
-	struct kp_node *first = suffixed(P), *n, **tail;
+	struct kp_node *first, *n, **tail;
 	int ntargets = 1;
+
+	/* [ffi.]cdef[[ C declarations ]]: say why, not "unexpected '['" */
+	if (start->type == TK_NAME &&
+	    ((!strcmp(start->str.s, "ffi") && ahead(P, 1)->type == TK_DOT) ||
+	     (!strcmp(start->str.s, "cdef") &&
+	      ahead(P, 1)->type == TK_LBRACKET)))
+		kp_fatal(P->S, start->line, start->col, KP_E_FFI);
+	first = suffixed(P);
 
 	t = tok(P);
 	if (t->type == TK_ASSIGN || t->type == TK_COMMA) {

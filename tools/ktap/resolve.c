@@ -46,7 +46,9 @@ static const char *const kp_not_bare[] = {
 	"kdebug_dumpstack", "ptable",
 };
 
-static const char *const kp_libs[] = { "kdebug", "timer", "ansi" };
+static const char *const kp_libs[] = {
+	"kdebug", "timer", "ansi", "net", "table", "os",
+};
 
 struct kp_resolver {
 	struct kp_state	*S;
@@ -243,6 +245,38 @@ static void unknown_field(struct kp_resolver *R, const struct kp_evinfo *ev,
 		 ev->first ? ev->first : "?", name, sug);
 }
 
+/*
+ * ktap 0.4's argevent (the event being handled) and argname (its
+ * name): the handler's event argument and its `name` field.
+ */
+static void event_alias(struct kp_resolver *R, struct kp_node *n)
+{
+	struct kp_var *e = NULL;
+	int i;
+
+	for (i = R->nscope - 1; i >= 0 && !e; i--)
+		if (R->scope[i]->is_event)
+			e = R->scope[i];
+	if (!e || (n->str.s[3] == 'n' && e->fn != R->fn)) {
+		kp_error(R->S, n->line, n->col, KP_E_NO_EVENT, n->str.s);
+		return;
+	}
+	if (n->str.s[3] == 'n') {
+		n->sym.kind = KP_SYM_FIELD;
+		n->sym.event = e;
+		n->sym.field.s = "name";
+		n->sym.field.len = 4;
+		return;
+	}
+	n->sym.var = e;
+	if (e->fn == R->fn) {
+		n->sym.kind = KP_SYM_LOCAL;
+	} else {
+		n->sym.kind = KP_SYM_UPVAL;
+		n->sym.upval = upval_of(R, R->fn, e, n->line, n->col);
+	}
+}
+
 /* A name read as a value, by the rules at the top of this file. */
 static void resolve_read(struct kp_resolver *R, struct kp_node *n)
 {
@@ -276,6 +310,10 @@ static void resolve_read(struct kp_resolver *R, struct kp_node *n)
 		n->sym.argn = argn(name);
 		return;
 	}
+	if (!strcmp(name, "argevent") || !strcmp(name, "argname")) {
+		event_alias(R, n);
+		return;
+	}
 	if (R->filter) {
 		if (has_field(R->filter, name) == 0) {
 			unknown_field(R, R->filter, name, n->line, n->col);
@@ -287,12 +325,17 @@ static void resolve_read(struct kp_resolver *R, struct kp_node *n)
 		kp_error(R->S, n->line, n->col, KP_E_LIBRARY, name, name);
 		return;
 	}
+	if (!strcmp(name, "ffi") || !strcmp(name, "C")) {
+		kp_error(R->S, n->line, n->col, KP_E_FFI);
+		return;
+	}
 	suggest_name(R, name, sug, sizeof(sug));
 	kp_error(R->S, n->line, n->col, KP_E_UNKNOWN_NAME, name, sug);
 	return;
 field:
 	n->sym.kind = KP_SYM_FIELD;
 	n->sym.event = R->fn->params;
+	n->sym.field = n->str;
 }
 
 /* A name assigned to: a variable in scope, else the global of the name. */
@@ -367,7 +410,14 @@ static void library_probe_entries(struct kp_resolver *R, struct kp_probe *p,
 			kp_error(S, spec->line, spec->col, KP_E_PROBE_SPEC);
 			return;
 		}
-		s = kp_strndup(&S->arena, spec->str.s, spec->str.len);
+		if (!strcmp(p->what, "kdebug.tracepoint")) {
+			/* an event named without its system */
+			s = kp_alloc(&S->arena, spec->str.len + 3);
+			memcpy(s, "*:", 2);
+			memcpy(s + 2, spec->str.s, spec->str.len + 1);
+		} else {
+			s = kp_strndup(&S->arena, spec->str.s, spec->str.len);
+		}
 		p->ev = kp_alloc(&S->arena, sizeof(*p->ev));
 		p->n = kp_events_resolve(S, s, KP_FORM_KDEBUG, spec->line,
 					 spec->col, &p->first, p->ev);
@@ -438,6 +488,9 @@ static void library_probe(struct kp_resolver *R, struct kp_node *call,
 	p->what = what;
 	p->spec = want == 2 ? args : NULL;
 	p->handler = want == 2 ? args->next : args;
+	if (kind != KP_PROBE_KDEBUG_END && p->handler->kind == KP_N_FUNC &&
+	    p->handler->fn->params)
+		p->handler->fn->params->is_event = 1;
 	before = R->nretval;
 	walk_expr(R, p->handler);
 	/* a function literal shows what it does; a name may be any function */
@@ -470,10 +523,15 @@ static void ansi_call(struct kp_resolver *R, struct kp_node *call,
 			v[n] = a->ival;
 	}
 	snprintf(what, sizeof(what), "ansi.%s", member);
-	if (bad || n != kp_ansi[i].nargs || v[0] < 0 || v[0] > 255 ||
+	if (n != kp_ansi[i].nargs || v[0] < 0 || v[0] > 255 ||
 	    v[1] < 0 || v[1] > 255 || v[2] < 0 || v[2] > 255) {
 		kp_error(R->S, call->a->line, call->a->col, KP_E_ANSI_ARG,
 			 what);
+		return;
+	}
+	if (bad) {
+		/* gen.c concatenates the sequence at run time */
+		call->ansi_args = n;
 		return;
 	}
 	snprintf(buf, sizeof(buf), kp_ansi[i].fmt, (int)v[0], (int)v[1],
@@ -505,6 +563,11 @@ static int library_call(struct kp_resolver *R, struct kp_node *call)
 				      1, KTAP_PROBE_TRACEPOINT);
 			return 1;
 		}
+		if (!strcmp(member, "tracepoint")) {
+			library_probe(R, call, "kdebug.tracepoint",
+				      KP_PROBE_KDEBUG, 1, KTAP_PROBE_TRACEPOINT);
+			return 1;
+		}
 		if (!strcmp(member, "probe_end")) {
 			library_probe(R, call, "kdebug.probe_end",
 				      KP_PROBE_KDEBUG_END, 1, KTAP_PROBE_END);
@@ -526,6 +589,27 @@ static int library_call(struct kp_resolver *R, struct kp_node *call)
 					      kp_timers[i].type);
 				return 1;
 			}
+	} else if (!strcmp(lib, "table")) {
+		/* table.new(narr, nhash) of ktap 0.4: the hints do not matter */
+		if (!strcmp(member, "new")) {
+			walk_list(R, call->list);
+			call->kind = KP_N_TABLE;
+			call->list = NULL;
+			call->a = NULL;
+			return 1;
+		}
+	} else if (!strcmp(lib, "os")) {
+		if (!R->collect)
+			kp_error(R->S, f->line, f->col, KP_E_UNSUPPORTED, what,
+				 "the main chunk cannot wait; end tracing with tick-Ns { exit() }");
+		walk_list(R, call->list);
+		return 1;
+	} else if (!strcmp(lib, "net")) {
+		if (!R->collect)
+			kp_error(R->S, f->line, f->col, KP_E_UNSUPPORTED, what,
+				 "it reads kernel structures through the FFI, which ktap leaves out");
+		walk_list(R, call->list);
+		return 1;
 	} else {
 		for (i = 0; i < ARRAY_SIZE(kp_ansi); i++)
 			if (!strcmp(member, kp_ansi[i].name)) {
@@ -602,6 +686,13 @@ static void walk_expr(struct kp_resolver *R, struct kp_node *n)
 	case KP_N_FIELD:
 		if (!strcmp(n->str.s, "set_retval"))
 			R->nretval++;
+		if (!R->collect && n->a->kind == KP_N_NAME &&
+		    !strcmp(n->a->str.s, "net") && !lookup(R, "net") &&
+		    kp_global_find(R->S, "net") < 0) {
+			kp_error(R->S, n->line, n->col, KP_E_UNSUPPORTED,
+				 "net", "it reads kernel structures through the FFI, which ktap leaves out");
+			break;
+		}
 		walk_expr(R, n->a);
 		if (!R->collect)
 			check_event_field(R, n);
