@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 17
+ktap_set_plan 18
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -377,6 +377,30 @@ if [ "$out" = "10 8 2" ]; then
 else
 	ktap_print_msg "got: $out"
 	ktap_test_fail "variables named count and max shadow the builtins"
+fi
+
+# 18. forms of the original ktap 0.4: an event list, argname, and
+# kdebug.tracepoint naming an event without its system
+cat > "$T/ktap04.kp" <<'EOF'
+var n = {}
+trace syscalls:sys_enter_getppid, syscalls:sys_exit_getppid {
+	n[argname] += 1
+}
+kdebug.tracepoint("sys_enter_getppid", function () {
+	n["raw"] += 1
+})
+trace_end {
+	printf("%d %d %d\n", n["sys_enter_getppid"], n["sys_exit_getppid"], n["raw"])
+}
+EOF
+timeout 60 "$KTAP" -q "$T/ktap04.kp" -- sh -c 'echo $PPID > /dev/null' > "$T/ktap04.out" 2>&1
+rc=$?
+read -r a b c < "$T/ktap04.out"
+if [ $rc = 0 ] && [ "${a:-0}" -ge 1 ] 2>/dev/null && [ "$a" = "$b" ] && [ "$a" = "$c" ]; then
+	ktap_test_pass "event list, argname and kdebug.tracepoint: $a $b $c getppid events"
+else
+	sed 's/^/# /' "$T/ktap04.out" | head -5
+	ktap_test_fail "event list, argname and kdebug.tracepoint (rc $rc)"
 fi
 
 ktap_finished
