@@ -879,6 +879,34 @@ static void attach(struct kp_gen *G, int r, const struct kp_probe *p)
 }
 
 static void gen_block(struct kp_gen *G, struct kp_node *blk);
+static void gen_stmt(struct kp_gen *G, struct kp_node *n);
+
+/*
+ * What numeric and generic for loops share, their state and variables
+ * in R(base)..R(base+3): @enter_op jumps to the test at the bottom,
+ * where @test_op (FORLOOP, ITERNEXT) jumps back to @body while the
+ * loop goes on; `break` leaves past it.
+ */
+static void gen_loop(struct kp_gen *G, struct kp_node *n,
+		     struct kp_node *body, int base, int enter_op, int test_op)
+{
+	struct kp_label top, test, exit, *saved = G->brk;
+
+	label_init(&top);
+	label_init(&test);
+	label_init(&exit);
+	G->vtop = base + 4;
+	at(G, n);
+	jump_op(G, enter_op, enter_op == KTAP_OP_JMP ? 0 : base, &test);
+	place(G, &top);
+	G->brk = &exit;
+	gen_stmt(G, body);
+	G->brk = saved;
+	place(G, &test);
+	at(G, n);
+	jump_op(G, test_op, base, &top);
+	place(G, &exit);
+}
 
 static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 {
@@ -951,11 +979,7 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 	case KP_N_FORNUM: {
 		uint32_t mark = G->nvars;
 		int vtop = G->vtop;
-		struct kp_label body, next;
 
-		label_init(&body);
-		label_init(&next);
-		label_init(&l2);
 		/* each at the top, so a call lands in place */
 		base = take(G, 1);
 		to_reg(G, n->a, base);
@@ -965,47 +989,21 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 		else
 			load_int(G, take(G, 1), 1);
 		declare(G, n->vars, take(G, 1));
-		G->vtop = base + 4;
-		at(G, n);
-		jump_op(G, KTAP_OP_FORPREP, base, &next);
-		place(G, &body);
-		saved = G->brk;
-		G->brk = &l2;
-		gen_stmt(G, n->list);
-		G->brk = saved;
-		place(G, &next);
-		at(G, n);
-		jump_op(G, KTAP_OP_FORLOOP, base, &body);
-		place(G, &l2);
+		gen_loop(G, n, n->list, base, KTAP_OP_FORPREP, KTAP_OP_FORLOOP);
 		leave(G, mark, vtop);
 		break;
 	}
 	case KP_N_FORIN: {
 		uint32_t mark = G->nvars;
 		int vtop = G->vtop;
-		struct kp_label body, next;
 
-		label_init(&body);
-		label_init(&next);
-		label_init(&l2);
 		base = take(G, 1);
 		to_reg(G, n->a, base);
 		take(G, 3);
 		declare(G, n->vars, base + 1);
 		if (n->vars->next)
 			declare(G, n->vars->next, base + 2);
-		G->vtop = base + 4;
-		at(G, n);
-		jump(G, &next);
-		place(G, &body);
-		saved = G->brk;
-		G->brk = &l2;
-		gen_stmt(G, n->b);
-		G->brk = saved;
-		place(G, &next);
-		at(G, n);
-		jump_op(G, KTAP_OP_ITERNEXT, base, &body);
-		place(G, &l2);
+		gen_loop(G, n, n->b, base, KTAP_OP_JMP, KTAP_OP_ITERNEXT);
 		leave(G, mark, vtop);
 		break;
 	}

@@ -642,7 +642,8 @@ static struct kp_func *handler(struct kp_parser *P, struct kp_probe *p,
 	return fn;
 }
 
-static void resync(struct kp_parser *P, uint32_t start);
+static void resume(struct kp_parser *P, struct kp_func *fn, int depth,
+		   jmp_buf *saved, uint32_t start);
 
 /*
  * A trace block whose filter or body does not parse keeps its probe in
@@ -653,29 +654,23 @@ static struct kp_func *trace_handler(struct kp_parser *P, struct kp_probe *p,
 				     const char *name, struct kp_token *kw)
 {
 	struct kp_state *S = P->S;
-	struct kp_func *volatile saved_fn = P->fn;
+	struct kp_func *volatile fn = P->fn;
 	volatile int depth = P->depth;
 	volatile uint32_t start = S->tk;
 	jmp_buf jb, *volatile saved = S->recover;
-	struct kp_func *fn;
+	struct kp_func *h;
 
 	S->recover = &jb;
 	if (!setjmp(jb)) {
-		fn = handler(P, p, name, kw, 1);
+		h = handler(P, p, name, kw, 1);
 		S->recover = saved;
-		return fn;
+		return h;
 	}
-	S->recover = saved;
-	P->fn = saved_fn;
-	P->depth = depth;
-	P->in_filter = 0;
-	if (S->nerrors >= KP_MAX_ERRORS)
-		longjmp(*saved, 1);
-	resync(P, start);
-	fn = new_func(P, name, kw);
-	fn->probe = p;
-	fn->body = kp_node_new(S, KP_N_BLOCK, kw->line, kw->col);
-	return fn;
+	resume(P, fn, depth, saved, start);
+	h = new_func(P, name, kw);
+	h->probe = p;
+	h->body = kp_node_new(S, KP_N_BLOCK, kw->line, kw->col);
+	return h;
 }
 
 static struct kp_node *probe_stmt(struct kp_parser *P, struct kp_token *kw)
@@ -904,6 +899,24 @@ static void resync(struct kp_parser *P, uint32_t start)
 	}
 }
 
+/*
+ * After kp_fatal() unwound to a recovery point: restore the parser as
+ * it was there (@fn, @depth, the outer jmp_buf @saved), give up past
+ * KP_MAX_ERRORS, else skip to the statement after the one that began
+ * at token @start.
+ */
+static void resume(struct kp_parser *P, struct kp_func *fn, int depth,
+		   jmp_buf *saved, uint32_t start)
+{
+	P->S->recover = saved;
+	P->fn = fn;
+	P->depth = depth;
+	P->in_filter = 0;
+	if (P->S->nerrors >= KP_MAX_ERRORS)
+		longjmp(*saved, 1);
+	resync(P, start);
+}
+
 /* Statements up to '}' or the end, each parsed under its own recovery. */
 static void statements(struct kp_parser *P, struct kp_node **list)
 {
@@ -927,13 +940,7 @@ static void statements(struct kp_parser *P, struct kp_node **list)
 			}
 			continue;
 		}
-		S->recover = saved;
-		P->fn = fn;
-		P->depth = depth;
-		P->in_filter = 0;
-		if (S->nerrors >= KP_MAX_ERRORS)
-			longjmp(*saved, 1);
-		resync(P, start);
+		resume(P, fn, depth, saved, start);
 	}
 }
 
