@@ -134,7 +134,6 @@ struct kp_evinfo;
 struct kp_probe {
 	enum kp_probekind kind;
 	const struct kp_token *tok;	/* EVENTDEF / PERIOD token, or spec */
-	struct kp_node	*filter;	/* trace: condition, or NULL */
 	struct kp_node	*spec;		/* library calls: the first argument */
 	struct kp_node	*handler;	/* library calls: the function value */
 	const char	*what;		/* library calls: "timer.s" ... */

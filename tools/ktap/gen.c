@@ -209,12 +209,6 @@ static int small_key(struct kp_gen *G, const struct kp_node *k)
 	return idx <= 255 ? idx : -1;
 }
 
-/* A register holding the key @k (a constant string's goes to a temp). */
-static int key_reg(struct kp_gen *G, struct kp_node *k)
-{
-	return any_reg(G, k);
-}
-
 static int name_key_reg(struct kp_gen *G, const struct kp_str *name)
 {
 	int r = take(G, 1);
@@ -480,7 +474,7 @@ static void gen_table(struct kp_gen *G, struct kp_node *n, int r)
 			emit_abc(G, KTAP_OP_SETFIELD, r, small_key(G, it->a),
 				 any_reg(G, it->b));
 		} else {
-			int kr = key_reg(G, it->a);
+			int kr = any_reg(G, it->a);
 
 			nhash++;
 			emit_abc(G, KTAP_OP_SETTABLE, r, kr, any_reg(G, it->b));
@@ -524,7 +518,7 @@ static void to_reg(struct kp_gen *G, struct kp_node *n, int r)
 		if (k >= 0)
 			emit_abc(G, KTAP_OP_GETFIELD, r, t, k);
 		else
-			emit_abc(G, KTAP_OP_GETTABLE, r, t, key_reg(G, n->b));
+			emit_abc(G, KTAP_OP_GETTABLE, r, t, any_reg(G, n->b));
 		break;
 	case KP_N_FIELD:
 		t = any_reg(G, n->a);
@@ -695,7 +689,7 @@ static void store_reg(struct kp_gen *G, struct kp_node *target, int v)
 			emit_abc(G, KTAP_OP_SETFIELD, t, k, v);
 		else
 			emit_abc(G, KTAP_OP_SETTABLE, t,
-				 key_reg(G, target->b), v);
+				 any_reg(G, target->b), v);
 		return;
 	default:
 		t = any_reg(G, target->a);
@@ -736,7 +730,7 @@ static void element_regs(struct kp_gen *G, struct kp_node *target, int *t,
 	if (target->kind == KP_N_FIELD)
 		*k = name_key_reg(G, &target->str);
 	else
-		*k = key_reg(G, target->b);
+		*k = any_reg(G, target->b);
 }
 
 static void gen_compound(struct kp_gen *G, struct kp_node *n)
@@ -775,7 +769,7 @@ static void gen_compound(struct kp_gen *G, struct kp_node *n)
 			return;
 		}
 		k = target->kind == KP_N_FIELD ? name_key_reg(G, &name) :
-		    key_reg(G, target->b);
+		    any_reg(G, target->b);
 		emit_abc(G, KTAP_OP_GETTABLE, r, t, k);
 		arith_reg(G, n->op, r, r, n->b);
 		emit_abc(G, KTAP_OP_SETTABLE, t, k, r);

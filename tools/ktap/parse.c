@@ -633,7 +633,6 @@ static struct kp_func *handler(struct kp_parser *P, struct kp_probe *p,
 		P->in_filter = 1;
 		fn->filter = expr(P);
 		P->in_filter = 0;
-		p->filter = fn->filter;
 		expect(P, TK_SLASH);
 	}
 	fn->body = block(P);

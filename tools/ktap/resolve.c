@@ -139,6 +139,12 @@ static struct kp_var *lookup(struct kp_resolver *R, const char *name)
 	return NULL;
 }
 
+/* Is @name a variable of the script (in scope, or a global)? */
+static int is_variable(struct kp_resolver *R, const char *name)
+{
+	return lookup(R, name) || kp_global_find(R->S, name) >= 0;
+}
+
 /* Index of @v among @fn's upvalues, adding it (and its path) if new. */
 static int upval_of(struct kp_resolver *R, struct kp_func *fn,
 		    struct kp_var *v, uint32_t line, uint32_t col)
@@ -549,8 +555,7 @@ static int library_call(struct kp_resolver *R, struct kp_node *call)
 	size_t i;
 
 	if (f->kind != KP_N_FIELD || f->a->kind != KP_N_NAME ||
-	    !is_lib(f->a->str.s) || lookup(R, f->a->str.s) ||
-	    kp_global_find(R->S, f->a->str.s) >= 0)
+	    !is_lib(f->a->str.s) || is_variable(R, f->a->str.s))
 		return 0;
 	lib = f->a->str.s;
 	member = f->str.s;
@@ -653,8 +658,7 @@ static void walk_call(struct kp_resolver *R, struct kp_node *n)
 	n->builtin = -1;
 	if (library_call(R, n))
 		return;
-	if (f->kind == KP_N_NAME && !lookup(R, f->str.s) &&
-	    kp_global_find(R->S, f->str.s) < 0) {
+	if (f->kind == KP_N_NAME && !is_variable(R, f->str.s)) {
 		b = kp_builtin_find(f->str.s);
 		if (b >= 0) {
 			n->builtin = b;
@@ -687,8 +691,7 @@ static void walk_expr(struct kp_resolver *R, struct kp_node *n)
 		if (!strcmp(n->str.s, "set_retval"))
 			R->nretval++;
 		if (!R->collect && n->a->kind == KP_N_NAME &&
-		    !strcmp(n->a->str.s, "net") && !lookup(R, "net") &&
-		    kp_global_find(R->S, "net") < 0) {
+		    !strcmp(n->a->str.s, "net") && !is_variable(R, "net")) {
 			kp_error(R->S, n->line, n->col, KP_E_UNSUPPORTED,
 				 "net", "it reads kernel structures through the FFI, which ktap leaves out");
 			break;

@@ -54,30 +54,24 @@ for f in samples/*.kp; do
 	check "sample $(basename "$f") compiles" "$KTAP" -b "$f" 7
 done
 
-# 2. golden listings (run with script arguments: a 42)
-for f in tests/golden/*.kp; do
-	exp=${f%.kp}.expected
-	name=$(basename "$f" .kp)
-	if "$KTAP" -b "$f" a 42 > "$OUT/$name.out" 2>&1 &&
-	   cmp -s "$OUT/$name.out" "$exp"; then
-		ok "golden $name"
-	else
-		not_ok "golden $name"
-		diff -u "$exp" "$OUT/$name.out" | head -30 | sed 's/^/# /'
-	fi
-done
-
-for f in tests/ast/*.kp; do
-	exp=${f%.kp}.expected
-	name=$(basename "$f" .kp)
-	if "$KTAP" -A "$f" > "$OUT/$name.ast" 2>&1 &&
-	   cmp -s "$OUT/$name.ast" "$exp"; then
-		ok "syntax tree $name"
-	else
-		not_ok "syntax tree $name"
-		diff -u "$exp" "$OUT/$name.ast" | head -30 | sed 's/^/# /'
-	fi
-done
+# 2. golden outputs: golden LABEL OPTION DIR runs ktap OPTION on every
+# DIR/NAME.kp (with script arguments: a 42) against DIR/NAME.expected
+golden() {
+	label=$1 opt=$2 dir=$3
+	for f in "$dir"/*.kp; do
+		exp=${f%.kp}.expected
+		name=$(basename "$f" .kp)
+		if "$KTAP" "$opt" "$f" a 42 > "$OUT/$name.$label" 2>&1 &&
+		   cmp -s "$OUT/$name.$label" "$exp"; then
+			ok "$label $name"
+		else
+			not_ok "$label $name"
+			diff -u "$exp" "$OUT/$name.$label" | head -30 | sed 's/^/# /'
+		fi
+	done
+}
+golden golden -b tests/golden
+golden "syntax tree" -A tests/ast
 
 # 3. bad inputs: split the table into NAME.kp and NAME.err files
 awk -v dir="$OUT/errors" '
