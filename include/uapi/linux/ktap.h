@@ -4,12 +4,18 @@
  *
  * This header is the contract between tools/ktap (the compiler and CLI)
  * and the in-kernel VM in kernel/trace/ktap/: the bytecode image format,
- * the instruction set, the builtin function table and the ioctls of the
- * tracefs control file (tracing/ktap/control).
+ * the instruction set and the ioctls of the tracefs control file
+ * (tracing/ktap/control).
+ *
+ * What the kernel owns is named, never numbered, in an image: builtin
+ * functions by name, tracepoints by their SYSTEM:EVENT pattern, event
+ * fields by name. The kernel resolves each at load or attach and
+ * rejects what it does not know, by name, so neither builtin ids nor
+ * event ids are ABI.
  *
  * Growth rules: every ioctl argument starts with its own size and is read
- * with copy_struct_from_user(); every reserved field must be zero; opcodes,
- * builtins and probe types are only ever appended.
+ * with copy_struct_from_user(); every reserved field must be zero; opcodes
+ * and probe types are only ever appended.
  *
  * Not to be confused with the KTAP test output format used by kselftest
  * and KUnit (Documentation/dev-tools/ktap.rst).
@@ -36,6 +42,9 @@
  *	AsBx:	op:8 | A:8 | sBx:16		(two's complement)
  *
  * Jump offsets (sBx) are relative to the instruction after the jump.
+ * Every control transfer names its target in the instruction itself:
+ * a conditional branch goes to its sBx target or to the next
+ * instruction, nowhere else.
  */
 #define KTAP_INSN(op, a, b, c)	((__u32)(op) | (__u32)(a) << 8 | \
 				 (__u32)(b) << 16 | (__u32)(c) << 24)
@@ -65,7 +74,7 @@ enum ktap_insn_fmt {
 enum ktap_operand_kind {
 	KTAP_OPK_NONE,		/* unused: must be zero */
 	KTAP_OPK_REG,		/* register, < frame size */
-	KTAP_OPK_REG4,		/* registers A..A+3, all < frame size */
+	KTAP_OPK_REG3,		/* registers A..A+2, all < frame size */
 	KTAP_OPK_RCNT,		/* count n: registers A..A+n < frame size */
 	KTAP_OPK_K,		/* constant of any type */
 	KTAP_OPK_KINT,		/* integer constant */
@@ -76,8 +85,9 @@ enum ktap_operand_kind {
 	KTAP_OPK_JUMP,		/* sBx: target inside the current function */
 	KTAP_OPK_IMM,		/* any immediate */
 	KTAP_OPK_BOOL,		/* 0 or 1 */
-	KTAP_OPK_BUILTIN,	/* builtin id; arity checked against count B */
+	KTAP_OPK_BUILTIN,	/* builtins section index (arity: B) */
 	KTAP_OPK_PROBE,		/* probe table index */
+	KTAP_OPK_FIELD,		/* fields section index */
 };
 
 /*
@@ -85,12 +95,10 @@ enum ktap_operand_kind {
  * go after an instruction; the verifier requires every such successor
  * to lie inside the instruction's own function:
  *	(none)	the next instruction
- *	SKIP	the next one or the one after it
  *	BRANCH	the next one or the sBx target
  *	GOTO	the sBx target only
  *	END	nowhere in this function (it returns)
  */
-#define KTAP_OPF_SKIP	0x1	/* conditional skip: next insn must be JMP */
 #define KTAP_OPF_MAIN	0x2	/* only valid in the main chunk (proto 0) */
 #define KTAP_OPF_BRANCH	0x4	/* conditional jump to the sBx target */
 #define KTAP_OPF_GOTO	0x8	/* unconditional jump to the sBx target */
@@ -122,20 +130,27 @@ enum ktap_operand_kind {
  *	ADDK..MODK R(A) := R(B) op K(C)
  *	UNM/NOT/LEN R(A) := op R(B)
  *	CONCAT	 R(A) := R(B) .. R(C)
+ *	EQ/LT/LE R(A) := R(B) op R(C)	(a boolean; LT/LE compare two
+ *					 integers or two strings)
+ *	EQK	 R(A) := R(B) == K(C)
  *	JMP	 pc += sBx
- *	EQ/LT/LE if ((R(B) op R(C)) != A) skip the next instruction (a JMP)
- *	EQK	 if ((R(B) == K(C)) != A) skip the next instruction
- *	TEST	 if (truth(R(A)) != C) skip the next instruction
+ *	JMPT	 if R(A) is true (neither nil nor false): pc += sBx
+ *	JMPF	 if R(A) is nil or false: pc += sBx
  *	CALL	 R(A) := R(A)(R(A+1..A+B)); the result is kept only if C
- *	CALLB	 R(A) := builtin[C](R(A+1..A+B))
+ *	CALLB	 R(A) := builtin C(R(A+1..A+B)), C indexing the image's
+ *		 builtins section
  *	RETURN	 return R(A) if B, else nothing
- *	FORPREP	 R(A) -= R(A+2); pc += sBx
- *	FORLOOP	 R(A) += R(A+2); if R(A) <= R(A+1) (>= for negative steps)
- *		 { R(A+3) := R(A); pc += sBx }
  *	ITERNEXT R(A) is an iterator (from pairs/sort_pairs): if it has a
  *		 next pair, R(A+1), R(A+2) := key, value; pc += sBx
  *	CLOSURE	 R(A) := closure of proto Bx
  *	ATTACH	 make closure R(A) the handler of probe Bx (main chunk only)
+ *	EVFIELD	 R(A) := field Bx (fields section) of the event being
+ *		 handled, read at the offset the kernel resolved when the
+ *		 handler was attached; where nothing was resolved for this
+ *		 event, read by name as GETFIELD reads e.NAME
+ *
+ * A numeric for loop is a comparison, a JMPF out of the loop, the body,
+ * an add and a JMP back: there is no loop instruction.
  */
 #define KTAP_OPCODES(X)							\
 	X(MOVE,		ABC,  REG,  REG,     NONE,    0)		\
@@ -168,20 +183,20 @@ enum ktap_operand_kind {
 	X(NOT,		ABC,  REG,  REG,     NONE,    0)		\
 	X(LEN,		ABC,  REG,  REG,     NONE,    0)		\
 	X(CONCAT,	ABC,  REG,  REG,     REG,     0)		\
+	X(EQ,		ABC,  REG,  REG,     REG,     0)		\
+	X(LT,		ABC,  REG,  REG,     REG,     0)		\
+	X(LE,		ABC,  REG,  REG,     REG,     0)		\
+	X(EQK,		ABC,  REG,  REG,     K,       0)		\
 	X(JMP,		ASBX, NONE, JUMP,    NONE,    KTAP_OPF_GOTO)	\
-	X(EQ,		ABC,  BOOL, REG,     REG,     KTAP_OPF_SKIP)	\
-	X(LT,		ABC,  BOOL, REG,     REG,     KTAP_OPF_SKIP)	\
-	X(LE,		ABC,  BOOL, REG,     REG,     KTAP_OPF_SKIP)	\
-	X(EQK,		ABC,  BOOL, REG,     K,       KTAP_OPF_SKIP)	\
-	X(TEST,		ABC,  REG,  NONE,    BOOL,    KTAP_OPF_SKIP)	\
+	X(JMPT,		ASBX, REG,  JUMP,    NONE,    KTAP_OPF_BRANCH)\
+	X(JMPF,		ASBX, REG,  JUMP,    NONE,    KTAP_OPF_BRANCH)\
 	X(CALL,		ABC,  REG,  RCNT,    BOOL,    0)		\
 	X(CALLB,	ABC,  REG,  RCNT,    BUILTIN, 0)		\
 	X(RETURN,	ABC,  REG,  BOOL,    NONE,    KTAP_OPF_END)	\
-	X(FORPREP,	ASBX, REG4, JUMP,    NONE,    KTAP_OPF_GOTO)	\
-	X(FORLOOP,	ASBX, REG4, JUMP,    NONE,    KTAP_OPF_BRANCH)\
-	X(ITERNEXT,	ASBX, REG4, JUMP,    NONE,    KTAP_OPF_BRANCH)\
+	X(ITERNEXT,	ASBX, REG3, JUMP,    NONE,    KTAP_OPF_BRANCH)\
 	X(CLOSURE,	ABX,  REG,  PROTO,   NONE,    0)		\
-	X(ATTACH,	ABX,  REG,  PROBE,   NONE,    KTAP_OPF_MAIN)
+	X(ATTACH,	ABX,  REG,  PROBE,   NONE,    KTAP_OPF_MAIN)	\
+	X(EVFIELD,	ABX,  REG,  FIELD,   NONE,    0)
 
 #define __KTAP_OP_ENUM(name, fmt, a, b, c, flags)	KTAP_OP_##name,
 enum ktap_opcode {
@@ -190,70 +205,8 @@ enum ktap_opcode {
 };
 #undef __KTAP_OP_ENUM
 
-/* Builtin behaviour flags. */
-#define KTAP_BF_EVENT	0x1	/* reads the event being handled */
-#define KTAP_BF_MAIN	0x2	/* main chunk and end handlers only */
-
-#define KTAP_MAX_ARGS	0xff	/* "any number" in the max-args column */
-
-/*
- * Builtin functions called with CALLB, declared once: name as the
- * script writes it, minimum and maximum argument count, flags.
- * Library-qualified names (kdebug.dumpstack) use their full spelling.
- */
-#define KTAP_BUILTINS(X)						\
-	X(print,		0, KTAP_MAX_ARGS, 0)				\
-	X(printf,		1, KTAP_MAX_ARGS, 0)				\
-	X(len,			1, 1, 0)					\
-	X(delete,		1, 2, 0)					\
-	X(table_count,		1, 1, 0)					\
-	X(pairs,		1, 1, 0)					\
-	X(sort_pairs,		1, 2, 0)					\
-	X(exit,			0, 1, 0)					\
-	X(cpu,			0, 0, 0)					\
-	X(pid,			0, 0, 0)					\
-	X(tid,			0, 0, 0)					\
-	X(uid,			0, 0, 0)					\
-	X(execname,		0, 0, 0)					\
-	X(arch,			0, 0, 0)					\
-	X(kernel_v,		0, 0, 0)					\
-	X(num_cpus,		0, 0, 0)					\
-	X(in_interrupt,		0, 0, 0)					\
-	X(in_iowait,		0, 0, 0)					\
-	X(gettimeofday_ns,	0, 0, 0)					\
-	X(gettimeofday_us,	0, 0, 0)					\
-	X(gettimeofday_ms,	0, 0, 0)					\
-	X(gettimeofday_s,	0, 0, 0)					\
-	X(inplace_inc,		2, 3, 0)					\
-	X(histogram,		1, 2, 0)					\
-	X(print_hist,		1, 2, 0)					\
-	X(ptable,		0, 0, KTAP_BF_MAIN)			\
-	X(count,		1, 1, 0)					\
-	X(sum,			1, 1, 0)					\
-	X(avg,			1, 1, 0)					\
-	X(min,			1, 1, 0)					\
-	X(max,			1, 1, 0)					\
-	X(stack,		0, 1, 0)					\
-	X(print_backtrace,	0, 0, 0)					\
-	X(kdebug_dumpstack,	0, 0, 0)					\
-	X(kernel_string,	1, 1, 0)					\
-	X(user_string,		1, 1, 0)					\
-	X(curr_taskinfo,	1, 2, 0)					\
-	X(print_trace_clock,	0, 0, 0)					\
-	X(probename,		0, 0, KTAP_BF_EVENT)				\
-	X(argstr,		0, 0, KTAP_BF_EVENT)				\
-	X(argn,			1, 1, KTAP_BF_EVENT)				\
-	X(tostring,		1, 1, 0)					\
-	X(tonumber,		1, 1, 0)					\
-	X(log2,			1, 1, 0)					\
-	X(print_log2hist,	1, 1, 0)
-
-#define __KTAP_BUILTIN_ENUM(name, min, max, flags)	KTAP_BI_##name,
-enum ktap_builtin {
-	KTAP_BUILTINS(__KTAP_BUILTIN_ENUM)
-	KTAP_BI__COUNT
-};
-#undef __KTAP_BUILTIN_ENUM
+/* Builtins one image may name (CALLB's C operand is 8 bits). */
+#define KTAP_MAX_BUILTINS	256
 
 /* A section of the image: byte offset from the image start, element count. */
 struct ktap_bc_section {
@@ -273,7 +226,10 @@ struct ktap_bc_section {
  *	lines	__u32 source line per instruction (count 0 or code.count)
  *	upvals	struct ktap_bc_upval
  *	probes	struct ktap_bc_probe
- *	words	__u32 lists referenced by probes (tracepoint event ids)
+ *	builtins __u32 strtab offsets: the builtin functions CALLB calls,
+ *		by name ("print", "gettimeofday_ns"); the kernel resolves
+ *		each at load and rejects an unknown name
+ *	fields	struct ktap_bc_field: the event fields EVFIELD reads
  */
 struct ktap_bc_header {
 	__u32	magic;			/* KTAP_BC_MAGIC */
@@ -290,8 +246,9 @@ struct ktap_bc_header {
 	struct ktap_bc_section lines;
 	struct ktap_bc_section upvals;
 	struct ktap_bc_section probes;
-	struct ktap_bc_section words;
-	__u32	__reserved[4];		/* must be 0 */
+	struct ktap_bc_section builtins;
+	struct ktap_bc_section fields;
+	__u32	__reserved[2];		/* must be 0 */
 };
 
 struct ktap_bc_proto {
@@ -324,8 +281,20 @@ struct ktap_bc_const {
 	__s64	val;			/* integer, or strtab offset */
 };
 
+/*
+ * An event field read by EVFIELD. When a tracepoint handler is
+ * attached, the kernel looks every field's name up in the format of
+ * each tracepoint the handler covers, once; the attach of @probe fails
+ * if none of its tracepoints has the field. Where a name was not
+ * resolved (another kind of event), the field is read by name.
+ */
+struct ktap_bc_field {
+	__u32	probe;			/* probe table index */
+	__u32	name;			/* strtab: field name */
+};
+
 enum ktap_probe_type {
-	KTAP_PROBE_TRACEPOINT,		/* ftrace events, by id (words) */
+	KTAP_PROBE_TRACEPOINT,		/* target: SYSTEM:EVENT, * ? globs */
 	KTAP_PROBE_KPROBE,		/* target: symbol, arg: offset */
 	KTAP_PROBE_UPROBE,		/* target: path, arg: file offset */
 	KTAP_PROBE_TIMER,		/* arg: period in ns, one CPU */
@@ -349,9 +318,7 @@ struct ktap_bc_probe {
 	__u32	spec;			/* strtab: event definition as written */
 	__u32	target;			/* strtab: symbol or path, or NO_STR */
 	__u64	arg;
-	__u32	ids_start;		/* words: tracepoint event ids */
-	__u32	nids;
-	__u32	__reserved[2];		/* must be 0 */
+	__u32	__reserved[4];		/* must be 0 */
 };
 
 /* Limits the kernel enforces; the tool checks them first. */
@@ -359,6 +326,7 @@ struct ktap_bc_probe {
 #define KTAP_MAX_PROTOS		4096
 #define KTAP_MAX_CONSTS		65536
 #define KTAP_MAX_PROBES		4096
+#define KTAP_MAX_FIELDS		4096
 #define KTAP_MAX_GLOBALS	65536
 #define KTAP_MAX_CALL_DEPTH	32
 /*
@@ -376,7 +344,7 @@ struct ktap_version {
 	__u32	size;			/* in: sizeof(struct ktap_version) */
 	__u32	abi_version;		/* out */
 	__u32	nr_opcodes;		/* out: KTAP_OP__COUNT of the kernel */
-	__u32	nr_builtins;		/* out: KTAP_BI__COUNT of the kernel */
+	__u32	nr_builtins;		/* out: builtins the kernel knows */
 	char	release[64];		/* out: utsname release */
 };
 

@@ -62,6 +62,11 @@ struct ktap_value {
  * @field: e.NAME: store field @name (@len bytes) of @ev in @out; return
  *	   0, or -ENOENT if the event has no such field. Also answers the
  *	   synthetic fields (name, sc_nr, sc_is_enter, sc_argN, retval).
+ * @field_at: EVFIELD: store field @idx of the image's fields section
+ *	      (ktap_vm_field()) of @ev in @out, from what was resolved when
+ *	      the handler was attached; -ENOENT when nothing was resolved
+ *	      for this event, and the VM then asks @field by name. May be
+ *	      NULL.
  * @tostring: print @ev the way ftrace's output function prints it.
  * @arg: argN: the N-th positional field (0..9) of @ev.
  * @set_retval: e.set_retval(v): make the probed function return @v
@@ -74,6 +79,8 @@ struct ktap_value {
 struct ktap_event_ops {
 	int (*field)(struct ktap_vm *vm, struct ktap_event *ev,
 		     const char *name, u32 len, struct ktap_value *out);
+	int (*field_at)(struct ktap_vm *vm, struct ktap_event *ev, u32 idx,
+			struct ktap_value *out);
 	int (*tostring)(struct ktap_vm *vm, struct ktap_event *ev,
 			struct seq_buf *s);
 	int (*arg)(struct ktap_vm *vm, struct ktap_event *ev, int n,
@@ -139,7 +146,9 @@ void ktap_vm_free(struct ktap_vm *vm);
 const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx);
 const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off);
 u32 ktap_vm_insn_budget(struct ktap_vm *vm);
-const u32 *ktap_vm_words(struct ktap_vm *vm, u32 start);
+u32 ktap_vm_nfields(struct ktap_vm *vm);
+u32 ktap_vm_nr_builtins(void);
+const struct ktap_bc_field *ktap_vm_field(struct ktap_vm *vm, u32 idx);
 
 /* Counters for KTAP_IOC_STATS. */
 struct ktap_vm_stats {

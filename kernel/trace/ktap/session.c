@@ -334,7 +334,7 @@ static long ktap_ioc_version(void __user *uarg)
 		.size		= sizeof(v),
 		.abi_version	= KTAP_ABI_VERSION,
 		.nr_opcodes	= KTAP_OP__COUNT,
-		.nr_builtins	= KTAP_BI__COUNT,
+		.nr_builtins	= ktap_vm_nr_builtins(),
 	};
 	u32 usize;
 	int ret;

@@ -216,8 +216,10 @@ struct ktap_vm {
 	const struct ktap_bc_upval	*upvals;
 	const struct ktap_bc_probe	*probes;
 	u32				nprobes;
-	const u32			*words;
-	u32				nwords;
+	u8				*builtins;	/* section index -> KTAP_BI_* */
+	u32				nbuiltins;
+	const struct ktap_bc_field	*fields;
+	u32				nfields;
 	const char			*chunkname;
 
 	/* Globals and closed upvalues: written under @shared_lock. */
@@ -407,11 +409,80 @@ int ktap_border(struct ktap_exec *x, struct ktap_table *t, s64 *n);
 int ktap_obj_error(struct ktap_exec *x, int err);
 void ktap_write(struct ktap_exec *x, const char *buf, size_t len);
 
+/*
+ * Builtin functions, declared once: name as scripts and images spell
+ * it, minimum and maximum argument count (KTAP_ANY_ARGS: no maximum),
+ * flags. Images name the builtins they call (the builtins section) and
+ * the loader maps each name to this table, so the order here is not
+ * ABI: a builtin can be added anywhere, and one is never renumbered.
+ */
+#define KTAP_BF_EVENT	0x1	/* reads the event being handled */
+#define KTAP_BF_MAIN	0x2	/* main chunk and end handlers only */
+#define KTAP_ANY_ARGS	0xff
+
+#define KTAP_BUILTINS(X)					\
+	X(print,		0, KTAP_ANY_ARGS, 0)		\
+	X(printf,		1, KTAP_ANY_ARGS, 0)		\
+	X(len,			1, 1, 0)			\
+	X(delete,		1, 2, 0)			\
+	X(table_count,		1, 1, 0)			\
+	X(pairs,		1, 1, 0)			\
+	X(sort_pairs,		1, 2, 0)			\
+	X(exit,			0, 1, 0)			\
+	X(cpu,			0, 0, 0)			\
+	X(pid,			0, 0, 0)			\
+	X(tid,			0, 0, 0)			\
+	X(uid,			0, 0, 0)			\
+	X(execname,		0, 0, 0)			\
+	X(arch,			0, 0, 0)			\
+	X(kernel_v,		0, 0, 0)			\
+	X(num_cpus,		0, 0, 0)			\
+	X(in_interrupt,		0, 0, 0)			\
+	X(in_iowait,		0, 0, 0)			\
+	X(gettimeofday_ns,	0, 0, 0)			\
+	X(print_hist,		1, 2, 0)			\
+	X(ptable,		0, 0, KTAP_BF_MAIN)		\
+	X(count,		1, 1, 0)			\
+	X(sum,			1, 1, 0)			\
+	X(avg,			1, 1, 0)			\
+	X(min,			1, 1, 0)			\
+	X(max,			1, 1, 0)			\
+	X(stack,		0, 1, 0)			\
+	X(print_backtrace,	0, 0, 0)			\
+	X(kernel_string,	1, 1, 0)			\
+	X(user_string,		1, 1, 0)			\
+	X(curr_taskinfo,	1, 2, 0)			\
+	X(print_trace_clock,	0, 0, 0)			\
+	X(probename,		0, 0, KTAP_BF_EVENT)		\
+	X(argstr,		0, 0, KTAP_BF_EVENT)		\
+	X(argn,			1, 1, KTAP_BF_EVENT)		\
+	X(tostring,		1, 1, 0)			\
+	X(tonumber,		1, 1, 0)			\
+	X(log2,			1, 1, 0)			\
+	X(print_log2hist,	1, 1, 0)
+
+#define __KTAP_BI_ENUM(name, ...)	KTAP_BI_##name,
+enum ktap_builtin {
+	KTAP_BUILTINS(__KTAP_BI_ENUM)
+	KTAP_BI__COUNT
+};
+#undef __KTAP_BI_ENUM
+
 /* vm_builtins.c */
 typedef int (*ktap_builtin_fn)(struct ktap_exec *x, struct ktap_value *ret,
 			       struct ktap_value *args, u32 nargs);
-extern const ktap_builtin_fn ktap_builtins[KTAP_BI__COUNT];
-extern const char * const ktap_builtin_names[KTAP_BI__COUNT];
+
+/* One row of KTAP_BUILTINS. */
+struct ktap_builtin_info {
+	const char	*name;
+	ktap_builtin_fn	fn;
+	u8		min;
+	u8		max;
+	u8		flags;
+};
+
+extern const struct ktap_builtin_info ktap_builtin_table[KTAP_BI__COUNT];
+int ktap_builtin_lookup(const char *name);
 int ktap_tostring(struct ktap_exec *x, const struct ktap_value *v,
 		  struct seq_buf *s);
 int ktap_event_tostring(struct ktap_exec *x, struct ktap_event *ev,
@@ -427,15 +498,7 @@ struct ktap_opinfo {
 
 extern const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT];
 
-#define KTAP_MAX_SUCCESSORS	3
+#define KTAP_MAX_SUCCESSORS	2
 u32 ktap_insn_successors(u32 insn, u32 pc, s64 next[KTAP_MAX_SUCCESSORS]);
-
-struct ktap_builtin_info {
-	u8	min;
-	u8	max;
-	u8	flags;
-};
-
-extern const struct ktap_builtin_info ktap_builtin_info[KTAP_BI__COUNT];
 
 #endif /* _KTAP_VM_H */

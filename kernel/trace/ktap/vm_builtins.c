@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ktap VM builtins: the functions of the KTAP_BUILTINS X-macro that
- * need no tracing code. The dispatch table (ktap_builtins[]) is
- * generated from the X-macro, so each builtin is one function named
- * ktap_bi_NAME. Probe-specific values reach them only through the
+ * ktap VM builtins: the functions of the KTAP_BUILTINS X-macro (vm.h)
+ * that need no tracing code. Their table (ktap_builtin_table[]: name,
+ * function, arity, flags) is generated from the X-macro, so each
+ * builtin is one function named ktap_bi_NAME, and images call them by
+ * name (the loader maps the names). Probe-specific values reach them only through the
  * current event's ktap_event_ops.
  *
  * Every builtin may run in NMI: output is formatted into a per-CPU
@@ -502,54 +503,11 @@ static int ktap_bi_in_iowait(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
-static int ktap_time(struct ktap_value *ret, u64 div)
-{
-	ktap_value_int(ret, div64_u64(ktime_get_real_fast_ns(), div));
-	return 0;
-}
-
 static int ktap_bi_gettimeofday_ns(struct ktap_exec *x, struct ktap_value *ret,
 				   struct ktap_value *args, u32 nargs)
 {
-	return ktap_time(ret, 1);
-}
-
-static int ktap_bi_gettimeofday_us(struct ktap_exec *x, struct ktap_value *ret,
-				   struct ktap_value *args, u32 nargs)
-{
-	return ktap_time(ret, NSEC_PER_USEC);
-}
-
-static int ktap_bi_gettimeofday_ms(struct ktap_exec *x, struct ktap_value *ret,
-				   struct ktap_value *args, u32 nargs)
-{
-	return ktap_time(ret, NSEC_PER_MSEC);
-}
-
-static int ktap_bi_gettimeofday_s(struct ktap_exec *x, struct ktap_value *ret,
-				  struct ktap_value *args, u32 nargs)
-{
-	return ktap_time(ret, NSEC_PER_SEC);
-}
-
-static int ktap_bi_inplace_inc(struct ktap_exec *x, struct ktap_value *ret,
-			       struct ktap_value *args, u32 nargs)
-{
-	s64 n = 1;
-	int err;
-
-	if (args[0].type != KTAP_TTABLE)
-		return ktap_bad_arg(x, 1, "inplace_inc", "table", &args[0]);
-	if (nargs > 2) {
-		if (args[2].type != KTAP_TINT)
-			return ktap_bad_arg(x, 3, "inplace_inc", "number", &args[2]);
-		n = args[2].i;
-	}
-	err = ktap_table_inc(x->vm, args[0].p, &args[1], n);
-	if (err == -EINVAL)
-		return ktap_rt_error(x, "invalid table key (a %s value)",
-				     ktap_typename(args[1].type));
-	return err ? ktap_obj_error(x, err) : 0;
+	ktap_value_int(ret, ktime_get_real_fast_ns());
+	return 0;
 }
 
 /*
@@ -643,12 +601,6 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 		n++;
 	}
 	return 0;
-}
-
-static int ktap_bi_histogram(struct ktap_exec *x, struct ktap_value *ret,
-			     struct ktap_value *args, u32 nargs)
-{
-	return ktap_histogram(x, args, nargs, "histogram");
 }
 
 static int ktap_bi_print_hist(struct ktap_exec *x, struct ktap_value *ret,
@@ -804,12 +756,6 @@ static int ktap_bi_print_backtrace(struct ktap_exec *x, struct ktap_value *ret,
 	ktap_stack_text(&s, KTAP_STACK_DEPTH);
 	ktap_flush(x, &s, '\n');
 	return 0;
-}
-
-static int ktap_bi_kdebug_dumpstack(struct ktap_exec *x, struct ktap_value *ret,
-				    struct ktap_value *args, u32 nargs)
-{
-	return ktap_bi_print_backtrace(x, ret, args, nargs);
 }
 
 /* Copy a NUL-terminated string without faulting, one page at a time. */
@@ -972,10 +918,36 @@ static int ktap_bi_tonumber(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
-#define __KTAP_BIFN(name, ...)	\
-	[KTAP_BI_##name] = ktap_bi_##name,
-const ktap_builtin_fn ktap_builtins[KTAP_BI__COUNT] = {
-	KTAP_BUILTINS(__KTAP_BIFN)
+#define __KTAP_BIROW(bi, lo, hi, fl)					\
+	[KTAP_BI_##bi] = {						\
+		.name = #bi, .fn = ktap_bi_##bi,			\
+		.min = lo, .max = hi, .flags = fl,			\
+	},
+const struct ktap_builtin_info ktap_builtin_table[KTAP_BI__COUNT] = {
+	KTAP_BUILTINS(__KTAP_BIROW)
 };
 
-#undef __KTAP_BIFN
+#undef __KTAP_BIROW
+
+/* For KTAP_IOC_VERSION: how many builtins images may name. */
+u32 ktap_vm_nr_builtins(void)
+{
+	return KTAP_BI__COUNT;
+}
+
+/**
+ * ktap_builtin_lookup - the builtin an image names
+ * @name: its name, as in the image's builtins section
+ *
+ * Return: its KTAP_BI_* id, or -ENOENT.
+ */
+int ktap_builtin_lookup(const char *name)
+{
+	int id;
+
+	for (id = 0; id < KTAP_BI__COUNT; id++) {
+		if (!strcmp(ktap_builtin_table[id].name, name))
+			return id;
+	}
+	return -ENOENT;
+}

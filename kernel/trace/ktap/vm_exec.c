@@ -22,7 +22,7 @@
  *
  * The budget is charged where control can go back, not per
  * instruction: entering a function costs its length, every backward
- * transfer (JMP, FORPREP, FORLOOP, ITERNEXT with a negative offset) the
+ * transfer (JMP, JMPT, JMPF, ITERNEXT with a negative offset) the
  * length of the loop it closes, at least one. Between two charges
  * execution only moves forward, and the differences telescope, so the
  * charges bound the instructions run. Builtins and operators whose work
@@ -283,29 +283,55 @@ static noinline int ktap_div(struct ktap_exec *x, u32 op, s64 b, s64 c,
 
 static noinline int ktap_event_field(struct ktap_exec *x,
 				     struct ktap_event *ev,
-				     const struct ktap_str *name,
+				     const char *name, u32 len,
 				     struct ktap_value *out)
 {
 	int err;
 
-	if (!strcmp(name->data, "tostring")) {
+	if (!strcmp(name, "tostring")) {
 		ktap_set_obj(out, KTAP_TNATIVE, ev);
 		return 0;
 	}
-	if (!strcmp(name->data, "set_retval")) {
+	if (!strcmp(name, "set_retval")) {
 		ktap_set_obj(out, KTAP_TNATIVE, (void *)((unsigned long)ev | 1));
 		return 0;
 	}
 	if (!ev->ops || !ev->ops->field)
-		return ktap_rt_error(x, "event has no field '%s'", name->data);
+		return ktap_rt_error(x, "event has no field '%s'", name);
 	ktap_set_nil(out);
-	err = ev->ops->field(x->vm, ev, name->data, name->len, out);
+	err = ev->ops->field(x->vm, ev, name, len, out);
 	if (err == -ENOENT)
-		return ktap_rt_error(x, "event has no field '%s'", name->data);
+		return ktap_rt_error(x, "event has no field '%s'", name);
 	if (err)
 		return ktap_rt_error(x, "cannot read event field '%s' (%d)",
-				     name->data, err);
+				     name, err);
 	return 0;
+}
+
+/*
+ * EVFIELD: field @idx of the fields section, from what the event
+ * source resolved at attach; else by name, as e.NAME reads it.
+ */
+static noinline int ktap_evfield(struct ktap_exec *x, u32 idx,
+				 struct ktap_value *out)
+{
+	struct ktap_event *ev = x->ev;
+	const char *name = x->vm->strtab + x->vm->fields[idx].name;
+	int err;
+
+	if (unlikely(!ev))
+		return ktap_rt_error(x, "event field '%s' read outside a handler",
+				     name);
+	if (ev->ops && ev->ops->field_at) {
+		ktap_set_nil(out);
+		err = ev->ops->field_at(x->vm, ev, idx, out);
+		if (!err)
+			return 0;
+		if (err != -ENOENT)
+			return ktap_rt_error(x, "cannot read event field '%s' (%d)",
+					     name, err);
+	}
+	return ktap_event_field(x, ev, name, strlen(name), out);
 }
 
 /* R(A) := obj[key]; @obj, @key are copies, @out may alias registers. */
@@ -324,7 +350,8 @@ static noinline int ktap_index(struct ktap_exec *x, struct ktap_value obj,
 	case KTAP_TEVENT:
 		if (key.type != KTAP_TSTR)
 			return ktap_rt_error(x, "event fields are indexed by name");
-		return ktap_event_field(x, obj.p, key.s, out);
+		return ktap_event_field(x, obj.p, key.s->data, key.s->len,
+					out);
 	default:
 		return ktap_rt_error(x, "attempt to index a %s value",
 				     ktap_typename(obj.type));
@@ -569,27 +596,16 @@ static bool ktap_is_end_probe(struct ktap_vm *vm, struct ktap_event *ev)
 }
 
 /* The context rules of KTAP_BUILTINS' flags column. */
-static noinline int ktap_builtin_allowed(struct ktap_exec *x, u32 id)
+static noinline int ktap_builtin_allowed(struct ktap_exec *x,
+					 const struct ktap_builtin_info *bi)
 {
-	u8 flags = ktap_builtin_info[id].flags;
-
-	if ((flags & KTAP_BF_EVENT) && !x->ev)
+	if ((bi->flags & KTAP_BF_EVENT) && !x->ev)
 		return ktap_rt_error(x, "%s() needs an event: not in the main chunk",
-				     ktap_builtin_names[id]);
-	if ((flags & KTAP_BF_MAIN) && !x->main && !ktap_is_end_probe(x->vm, x->ev))
+				     bi->name);
+	if ((bi->flags & KTAP_BF_MAIN) && !x->main &&
+	    !ktap_is_end_probe(x->vm, x->ev))
 		return ktap_rt_error(x, "%s() only works in the main chunk and end handlers",
-				     ktap_builtin_names[id]);
-	return 0;
-}
-
-static noinline int ktap_forprep(struct ktap_exec *x, struct ktap_value *ra)
-{
-	if (ra[0].type != KTAP_TINT || ra[1].type != KTAP_TINT ||
-	    ra[2].type != KTAP_TINT)
-		return ktap_rt_error(x, "'for' initial value, limit and step must be numbers");
-	if (!ra[2].i)
-		return ktap_rt_error(x, "'for' step is zero");
-	ra[0].i = (s64)((u64)ra[0].i - (u64)ra[2].i);
+				     bi->name);
 	return 0;
 }
 
@@ -832,30 +848,34 @@ op_CONCAT:
 	if (unlikely(err))
 		goto fail;
 	goto next;
-op_JMP:
-	pc += KTAP_SBX(i);
-	if (KTAP_SBX(i) < 0)
-		goto charge_loop;
-	goto next;
 op_EQ:
-	if (ktap_value_equal(RB, RC) != KTAP_A(i))
-		pc++;
+	ktap_set_bool(RA, ktap_value_equal(RB, RC));
 	goto next;
 op_LT:
 op_LE:
 	err = ktap_compare(x, RB, RC, KTAP_OP(i) == KTAP_OP_LE, &cond);
 	if (unlikely(err))
 		goto fail;
-	if (cond != KTAP_A(i))
-		pc++;
+	ktap_set_bool(RA, cond);
 	goto next;
 op_EQK:
-	if (ktap_value_equal(RB, KC) != KTAP_A(i))
-		pc++;
+	ktap_set_bool(RA, ktap_value_equal(RB, KC));
 	goto next;
-op_TEST:
-	if (ktap_truthy(RA) != KTAP_C(i))
-		pc++;
+op_JMPT:
+	if (!ktap_truthy(RA))
+		goto next;
+	/* taken: the JMP below */
+op_JMP:
+	pc += KTAP_SBX(i);
+	if (KTAP_SBX(i) < 0)
+		goto charge_loop;
+	goto next;
+op_JMPF:
+	if (ktap_truthy(RA))
+		goto next;
+	pc += KTAP_SBX(i);
+	if (KTAP_SBX(i) < 0)
+		goto charge_loop;
 	goto next;
 op_CALL: {
 	struct ktap_value *f = RA;
@@ -913,10 +933,11 @@ op_CALL: {
 }
 
 op_CALLB: {
-	u32 id = KTAP_C(i);
+	const struct ktap_builtin_info *bi =
+		&ktap_builtin_table[vm->builtins[KTAP_C(i)]];
 
-	if (unlikely(ktap_builtin_info[id].flags)) {
-		err = ktap_builtin_allowed(x, id);
+	if (unlikely(bi->flags)) {
+		err = ktap_builtin_allowed(x, bi);
 		if (err)
 			goto fail;
 	}
@@ -925,7 +946,7 @@ op_CALLB: {
 	x->top = base + p->nregs;
 	x->depth = depth;
 	ktap_set_nil(&ret);
-	err = ktap_builtins[id](x, &ret, RA + 1, KTAP_B(i));
+	err = bi->fn(x, &ret, RA + 1, KTAP_B(i));
 	budget = x->budget;
 	if (unlikely(err))
 		goto out;	/* x->pc: this call, or a callback's error */
@@ -952,32 +973,6 @@ op_RETURN:
 	if (ctx->frames[depth].want_ret)
 		base[ctx->frames[depth].ret_reg] = ret;
 	goto next;
-op_FORPREP:
-	err = ktap_forprep(x, RA);
-	if (unlikely(err))
-		goto fail;
-	pc += KTAP_SBX(i);
-	if (KTAP_SBX(i) < 0)
-		goto charge_loop;
-	goto next;
-op_FORLOOP: {
-	struct ktap_value *ra = RA;
-
-	if (unlikely(ra[0].type != KTAP_TINT || ra[1].type != KTAP_TINT ||
-		     ra[2].type != KTAP_TINT)) {
-		err = ktap_forprep(x, ra);
-		goto fail;
-	}
-	ra[0].i = (s64)((u64)ra[0].i + (u64)ra[2].i);
-	if (ra[2].i > 0 ? ra[0].i <= ra[1].i : ra[0].i >= ra[1].i) {
-		ra[3] = ra[0];
-		pc += KTAP_SBX(i);
-		if (KTAP_SBX(i) < 0)
-			goto charge_loop;
-	}
-	goto next;
-}
-
 op_ITERNEXT: {
 	struct ktap_value *ra = RA;
 	struct ktap_iter *it;
@@ -1014,6 +1009,11 @@ op_CLOSURE: {
 
 op_ATTACH:
 	err = ktap_attach(x, RA, KTAP_BX(i));
+	if (unlikely(err))
+		goto fail;
+	goto next;
+op_EVFIELD:
+	err = ktap_evfield(x, KTAP_BX(i), RA);
 	if (unlikely(err))
 		goto fail;
 	goto next;

@@ -4,8 +4,10 @@
  *
  * ktap_vm_load() copies a bytecode image (include/uapi/linux/ktap.h)
  * into kernel memory and checks all of it in one linear pass before
- * anything runs: header, sections, constants, function prototypes,
- * every operand of every instruction, the probe table. The operand
+ * anything runs: header, sections, constants, the builtins the image
+ * names (each mapped to the kernel's table by name), function
+ * prototypes, the probe table, the fields section, every operand of
+ * every instruction. The operand
  * checks are one generic loop over the operand kinds that the
  * KTAP_OPCODES X-macro declares, so adding an opcode needs no verifier
  * change.
@@ -39,22 +41,6 @@ const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT] = {
 };
 
 #undef __KTAP_OPINFO
-
-#define __KTAP_BIINFO(bi, lo, hi, fl)	\
-	[KTAP_BI_##bi] = { .min = lo, .max = hi, .flags = fl },
-const struct ktap_builtin_info ktap_builtin_info[KTAP_BI__COUNT] = {
-	KTAP_BUILTINS(__KTAP_BIINFO)
-};
-
-#undef __KTAP_BIINFO
-
-#define __KTAP_BINAME(name, ...)	\
-	[KTAP_BI_##name] = #name,
-const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
-	KTAP_BUILTINS(__KTAP_BINAME)
-};
-
-#undef __KTAP_BINAME
 
 /* Verifier errors, declared once (the trace_events_hist.c way). */
 #define KTAP_VERIFY_ERRORS						\
@@ -97,11 +83,10 @@ const char * const ktap_builtin_names[KTAP_BI__COUNT] = {
 	C(BUILTIN,	"unknown builtin"),				\
 	C(ARGC,		"wrong number of arguments to builtin"),	\
 	C(PROBE,	"probe out of range"),				\
-	C(SKIP,		"conditional not followed by JMP"),		\
+	C(FIELD,	"field out of range"),				\
 	C(MAIN_ONLY,	"only valid in the main chunk"),		\
 	C(ESCAPE,	"control can leave the function here"),	\
 	C(PROBE_TYPE,	"unknown probe type"),				\
-	C(PROBE_IDS,	"event id list out of bounds"),			\
 	C(LINES,	"line table does not match the code"),		\
 	C(BUDGET,	"instruction budget above KTAP_MAX_INSN_BUDGET"), \
 	C(OVERRIDE,	"only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)"), \
@@ -223,8 +208,11 @@ static int ktap_check_header(struct ktap_loader *ld)
 	err = err ?: ktap_check_section(ld, "probes", &hdr->probes,
 					sizeof(struct ktap_bc_probe), 8,
 					KTAP_MAX_PROBES);
-	err = err ?: ktap_check_section(ld, "words", &hdr->words, 4, 4,
-					KTAP_MAX_IMAGE);
+	err = err ?: ktap_check_section(ld, "builtins", &hdr->builtins, 4, 4,
+					KTAP_MAX_BUILTINS);
+	err = err ?: ktap_check_section(ld, "fields", &hdr->fields,
+					sizeof(struct ktap_bc_field), 4,
+					KTAP_MAX_FIELDS);
 	if (err)
 		return err;
 	if (hdr->lines.count && hdr->lines.count != hdr->code.count)
@@ -250,8 +238,9 @@ static void ktap_map_sections(struct ktap_vm *vm)
 	vm->upvals = (const void *)(base + hdr->upvals.off);
 	vm->probes = (const void *)(base + hdr->probes.off);
 	vm->nprobes = hdr->probes.count;
-	vm->words = (const void *)(base + hdr->words.off);
-	vm->nwords = hdr->words.count;
+	vm->nbuiltins = hdr->builtins.count;
+	vm->fields = (const void *)(base + hdr->fields.off);
+	vm->nfields = hdr->fields.count;
 	vm->nglobals = hdr->nglobals;
 }
 
@@ -358,8 +347,10 @@ static int ktap_check_protos(struct ktap_loader *ld)
  *	  the verifier checks)
  *
  * Derived from the flags column of KTAP_OPCODES only, so that the
- * verifier and the opcode table cannot disagree. A call returns to the
- * next instruction; RETURN has no successor inside the function.
+ * verifier and the opcode table cannot disagree. Every instruction
+ * names its targets: the next one, its sBx target, or both. A call
+ * returns to the next instruction; RETURN has no successor inside the
+ * function.
  *
  * Return: the number of successors written.
  */
@@ -372,8 +363,6 @@ u32 ktap_insn_successors(u32 insn, u32 pc, s64 next[KTAP_MAX_SUCCESSORS])
 		return 0;
 	if (!(flags & KTAP_OPF_GOTO))
 		next[n++] = (s64)pc + 1;
-	if (flags & KTAP_OPF_SKIP)
-		next[n++] = (s64)pc + 2;
 	if (flags & (KTAP_OPF_GOTO | KTAP_OPF_BRANCH))
 		next[n++] = (s64)pc + 1 + KTAP_SBX(insn);
 	return n;
@@ -392,8 +381,8 @@ static enum ktap_verr ktap_check_operand(const struct ktap_vm *vm, u32 pi,
 		return val ? KTAP_VERR_NONZERO : 0;
 	case KTAP_OPK_REG:
 		return val < p->nregs ? 0 : KTAP_VERR_REG;
-	case KTAP_OPK_REG4:
-		return val + 3 < p->nregs ? 0 : KTAP_VERR_REG;
+	case KTAP_OPK_REG3:
+		return val + 2 < p->nregs ? 0 : KTAP_VERR_REG;
 	case KTAP_OPK_RCNT:
 		return KTAP_A(insn) + val < p->nregs ? 0 : KTAP_VERR_REG;
 	case KTAP_OPK_K:
@@ -422,14 +411,16 @@ static enum ktap_verr ktap_check_operand(const struct ktap_vm *vm, u32 pi,
 	case KTAP_OPK_BOOL:
 		return val <= 1 ? 0 : KTAP_VERR_BOOL;
 	case KTAP_OPK_BUILTIN:
-		if (val >= KTAP_BI__COUNT)
+		if (val >= vm->nbuiltins)
 			return KTAP_VERR_BUILTIN;
-		bi = &ktap_builtin_info[val];
+		bi = &ktap_builtin_table[vm->builtins[val]];
 		if (KTAP_B(insn) < bi->min || KTAP_B(insn) > bi->max)
 			return KTAP_VERR_ARGC;
 		return 0;
 	case KTAP_OPK_PROBE:
 		return val < vm->nprobes ? 0 : KTAP_VERR_PROBE;
+	case KTAP_OPK_FIELD:
+		return val < vm->nfields ? 0 : KTAP_VERR_FIELD;
 	}
 	return KTAP_VERR_OPCODE;
 }
@@ -469,12 +460,9 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 		}
 		if (!err && (info->flags & KTAP_OPF_MAIN) && pi)
 			err = KTAP_VERR_MAIN_ONLY;
-		if (!err && (info->flags & KTAP_OPF_SKIP) &&
-		    (pc + 1 >= p->ncode || KTAP_OP(code[pc + 1]) != KTAP_OP_JMP))
-			err = KTAP_VERR_SKIP;
 		/*
 		 * Every successor inside the function: no instruction can
-		 * fall off its end, skip past it or jump out of it.
+		 * fall off its end or jump out of it.
 		 */
 		nsucc = err ? 0 : ktap_insn_successors(insn, pc, succ);
 		for (k = 0; k < nsucc; k++)
@@ -503,15 +491,57 @@ static int ktap_check_probes(struct ktap_loader *ld)
 		if ((pr->flags & KTAP_PROBE_F_OVERRIDE) &&
 		    pr->type != KTAP_PROBE_KPROBE)
 			return ktap_reject(ld, KTAP_VERR_OVERRIDE, "probe %u", i);
-		if (pr->__reserved[0] || pr->__reserved[1])
+		if (memchr_inv(pr->__reserved, 0, sizeof(pr->__reserved)))
 			return ktap_reject(ld, KTAP_VERR_RESERVED,
 					   "probe %u", i);
 		if (!ktap_optname_ok(vm, pr->spec) ||
 		    !ktap_optname_ok(vm, pr->target))
 			return ktap_reject(ld, KTAP_VERR_NAME, "probe %u", i);
-		if ((u64)pr->ids_start + pr->nids > vm->nwords)
-			return ktap_reject(ld, KTAP_VERR_PROBE_IDS,
-					   "probe %u", i);
+	}
+	return 0;
+}
+
+/*
+ * Map the names of the builtins section to the kernel's builtins, before
+ * the code is checked: CALLB's arity check needs them.
+ */
+static int ktap_load_builtins(struct ktap_loader *ld)
+{
+	struct ktap_vm *vm = ld->vm;
+	const u32 *names;
+	const char *name;
+	u32 i;
+	int id;
+
+	names = (const void *)((const char *)vm->image + vm->hdr->builtins.off);
+	vm->builtins = kcalloc(vm->nbuiltins ?: 1, sizeof(*vm->builtins),
+			       GFP_KERNEL);
+	if (!vm->builtins)
+		return ktap_reject(ld, KTAP_VERR_NOMEM, "builtins");
+	for (i = 0; i < vm->nbuiltins; i++) {
+		if (!ktap_name_ok(vm, names[i]))
+			return ktap_reject(ld, KTAP_VERR_NAME, "builtin %u", i);
+		name = vm->strtab + names[i];
+		id = ktap_builtin_lookup(name);
+		if (id < 0)
+			return ktap_reject(ld, KTAP_VERR_BUILTIN,
+					   "builtin %u '%.*s'", i, 32, name);
+		vm->builtins[i] = id;
+	}
+	return 0;
+}
+
+/* Fields entries: a probe of this image and a name each. */
+static int ktap_check_fields(struct ktap_loader *ld)
+{
+	const struct ktap_vm *vm = ld->vm;
+	u32 i;
+
+	for (i = 0; i < vm->nfields; i++) {
+		if (vm->fields[i].probe >= vm->nprobes)
+			return ktap_reject(ld, KTAP_VERR_PROBE, "field %u", i);
+		if (!ktap_name_ok(vm, vm->fields[i].name))
+			return ktap_reject(ld, KTAP_VERR_NAME, "field %u", i);
 	}
 	return 0;
 }
@@ -619,10 +649,12 @@ struct ktap_vm *ktap_vm_load(const void *image, size_t len,
 
 	err = ktap_vm_alloc_runtime(&ld, opts);
 	err = err ?: ktap_load_consts(&ld);
+	err = err ?: ktap_load_builtins(&ld);
 	err = err ?: ktap_check_protos(&ld);
+	err = err ?: ktap_check_probes(&ld);
+	err = err ?: ktap_check_fields(&ld);
 	for (i = 0; !err && i < vm->nprotos; i++)
 		err = ktap_check_code(&ld, i);
-	err = err ?: ktap_check_probes(&ld);
 	if (err)
 		goto fail;
 	return vm;
@@ -653,6 +685,7 @@ void ktap_vm_free(struct ktap_vm *vm)
 	vfree(vm->temp);
 	kvfree(vm->globals);
 	kvfree(vm->consts);
+	kfree(vm->builtins);
 	ktap_strset_destroy(&vm->strs);
 	ktap_pool_destroy(&vm->pool);
 	kvfree(vm->image);
@@ -675,7 +708,14 @@ const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off)
 	return ktap_name_ok(vm, strtab_off) ? vm->strtab + strtab_off : NULL;
 }
 
-const u32 *ktap_vm_words(struct ktap_vm *vm, u32 start)
+/* How many entries the image's fields section has (EVFIELD's Bx). */
+u32 ktap_vm_nfields(struct ktap_vm *vm)
 {
-	return start <= vm->nwords ? vm->words + start : NULL;
+	return vm->nfields;
+}
+
+/* Entry @idx of the fields section, or NULL past its end. */
+const struct ktap_bc_field *ktap_vm_field(struct ktap_vm *vm, u32 idx)
+{
+	return idx < vm->nfields ? &vm->fields[idx] : NULL;
 }

@@ -34,11 +34,13 @@ struct tb {
 	struct ktap_bc_const	consts[64];
 	struct ktap_bc_upval	upvals[16];
 	struct ktap_bc_probe	probes[4];
-	u32			words[8];
+	u32			builtins[16];
+	struct ktap_bc_field	fields[4];
 	u32			code[TB_CODE];
 	u32			lines[TB_CODE];
 	char			strtab[1024];
-	u32			nprotos, nconsts, nupvals, nprobes, nwords;
+	u32			nprotos, nconsts, nupvals, nprobes;
+	u32			nbuiltins, nfields;
 	u32			ncode, strtab_len, cur, line;
 	bool			no_lines;
 	void			*img;
@@ -107,6 +109,27 @@ static u32 tb_probe(struct tb *tb, u32 type)
 	return tb->nprobes++;
 }
 
+/* The builtins section index of builtin @name, added on first use. */
+static u32 tb_builtin(struct tb *tb, const char *name)
+{
+	u32 i;
+
+	for (i = 0; i < tb->nbuiltins; i++)
+		if (!strcmp(tb->strtab + tb->builtins[i], name))
+			return i;
+	tb->builtins[tb->nbuiltins] = tb_name(tb, name);
+	return tb->nbuiltins++;
+}
+
+/* The fields section index of a field of probe @probe. */
+static u32 tb_field(struct tb *tb, u32 probe, const char *name)
+{
+	tb->fields[tb->nfields] = (struct ktap_bc_field){
+		.probe = probe, .name = tb_name(tb, name),
+	};
+	return tb->nfields++;
+}
+
 static struct tb *tb_new(struct kunit *test)
 {
 	struct tb *tb = kunit_kzalloc(test, sizeof(*tb), GFP_KERNEL);
@@ -122,7 +145,7 @@ static struct tb *tb_new(struct kunit *test)
 static void tb_print(struct tb *tb, u8 reg)
 {
 	tb_emit(tb, I(MOVE, R_TMP + 1, reg, 0));
-	tb_emit(tb, I(CALLB, R_TMP, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, R_TMP, 1, tb_builtin(tb, "print")));
 }
 
 static size_t tb_place(size_t *off, size_t align, size_t bytes)
@@ -156,7 +179,8 @@ static void tb_build(struct kunit *test, struct tb *tb)
 	tb_sect(&h->lines, &off, 4, 4, tb->no_lines ? 0 : tb->ncode);
 	tb_sect(&h->upvals, &off, 2, sizeof(tb->upvals[0]), tb->nupvals);
 	tb_sect(&h->probes, &off, 8, sizeof(tb->probes[0]), tb->nprobes);
-	tb_sect(&h->words, &off, 4, 4, tb->nwords);
+	tb_sect(&h->builtins, &off, 4, 4, tb->nbuiltins);
+	tb_sect(&h->fields, &off, 4, sizeof(tb->fields[0]), tb->nfields);
 	tb->len = ALIGN(off, 8);
 	h->total_size = tb->len;
 	img = kunit_kzalloc(test, tb->len, GFP_KERNEL);
@@ -168,7 +192,8 @@ static void tb_build(struct kunit *test, struct tb *tb)
 	memcpy(img + h->lines.off, tb->lines, h->lines.count * 4);
 	memcpy(img + h->upvals.off, tb->upvals, h->upvals.count * sizeof(tb->upvals[0]));
 	memcpy(img + h->probes.off, tb->probes, h->probes.count * sizeof(tb->probes[0]));
-	memcpy(img + h->words.off, tb->words, h->words.count * 4);
+	memcpy(img + h->builtins.off, tb->builtins, h->builtins.count * 4);
+	memcpy(img + h->fields.off, tb->fields, h->fields.count * sizeof(tb->fields[0]));
 	memcpy(img, h, sizeof(*h));
 	tb->img = img;
 }
@@ -273,7 +298,9 @@ static const char *t_run(struct kunit *test, struct tb *tb, int *ret)
 /*
  * Verifier: every rejection path. Each row mutates a valid image
  * (main: LOADI r0 1; RETURN r0 0) and expects -EINVAL (or the errno
- * given) with exactly this log text.
+ * given) with exactly this log text, or with a log containing it if
+ * @sub (where the wording belongs to the name resolution, not to the
+ * verifier's table).
  */
 struct verr_case {
 	const char	*name;
@@ -282,6 +309,7 @@ struct verr_case {
 	int		err;
 	const char	*log;
 	u32		insn;	/* if set: replaces the first instruction */
+	bool		sub;
 };
 
 #define HDR(tb)	((struct ktap_bc_header *)(tb)->img)
@@ -318,7 +346,7 @@ static void m_flags(struct tb *tb)
 
 static void m_resv(struct tb *tb)
 {
-	HDR(tb)->__reserved[3] = 1;
+	HDR(tb)->__reserved[1] = 1;
 }
 
 static void m_nglob(struct tb *tb)
@@ -344,6 +372,16 @@ static void m_align(struct tb *tb)
 static void m_count(struct tb *tb)
 {
 	HDR(tb)->probes.count = KTAP_MAX_PROBES + 1;
+}
+
+static void m_bicount(struct tb *tb)
+{
+	HDR(tb)->builtins.count = KTAP_MAX_BUILTINS + 1;
+}
+
+static void m_fcount(struct tb *tb)
+{
+	HDR(tb)->fields.count = KTAP_MAX_FIELDS + 1;
 }
 
 static void m_chunk(struct tb *tb)
@@ -467,47 +505,66 @@ static void m_last2(struct tb *tb)
 	tb->code[1] = I(LOADI, 0, 0, 0);
 }
 
-/* A conditional second to last: its skip lands past the function. */
-static void m_skip_end(struct tb *tb, u32 cond)
+/*
+ * The last instruction is not END or GOTO: it falls off the end of the
+ * function, even when its own branch target is inside.
+ */
+static void m_fall_end(struct tb *tb, u32 insn)
 {
-	tb->code[1] = cond;
-	tb_emit(tb, IBX(JMP, 0, -3));
+	tb->code[1] = insn;
 }
 
 static void m_eq_end(struct tb *tb)
 {
-	m_skip_end(tb, I(EQ, 0, 0, 0));
-}
-
-static void m_lt_end(struct tb *tb)
-{
-	m_skip_end(tb, I(LT, 1, 0, 0));
-}
-
-static void m_le_end(struct tb *tb)
-{
-	m_skip_end(tb, I(LE, 0, 0, 0));
+	m_fall_end(tb, I(EQ, 0, 0, 0));
 }
 
 static void m_eqk_end(struct tb *tb)
 {
-	m_skip_end(tb, I(EQK, 0, 0, tb_kint(tb, 1)));
+	m_fall_end(tb, I(EQK, 0, 0, tb_kint(tb, 1)));
 }
 
-static void m_test_end(struct tb *tb)
+static void m_jmpt_end(struct tb *tb)
 {
-	m_skip_end(tb, I(TEST, 0, 0, 1));
+	m_fall_end(tb, IBX(JMPT, 0, -2));
 }
 
-/* The same shape at the end of a function followed by another one. */
-static void m_skip_into_next(struct tb *tb)
+static void m_jmpf_end(struct tb *tb)
+{
+	m_fall_end(tb, IBX(JMPF, 0, -2));
+}
+
+static void m_iter_end(struct tb *tb)
+{
+	m_fall_end(tb, IBX(ITERNEXT, 0, -2));
+}
+
+static void m_callb_end(struct tb *tb)
+{
+	m_fall_end(tb, I(CALLB, 0, 0, tb_builtin(tb, "print")));
+}
+
+/* Proto 1 of two (LOADI; JMPF; RETURN), mutated. */
+static void m_two_funcs(struct tb *tb, u32 insn1, u32 insn2)
 {
 	tb_func(tb, 0, 0, 2);
 	tb_emit(tb, I(LOADI, 0, 0, 0));
-	tb_emit(tb, I(TEST, 0, 0, 0));
-	tb_emit(tb, IBX(JMP, 0, -3));
+	tb_emit(tb, insn1);
+	tb_emit(tb, insn2);
 	tb_func(tb, 0, 0, 2);
 	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
+/* A branch whose target is the first instruction of the next function. */
+static void m_branch_into_next(struct tb *tb)
+{
+	m_two_funcs(tb, IBX(JMPF, 0, 1), I(RETURN, 0, 0, 0));
+}
+
+/* A conditional last: not taken, it falls into the next function. */
+static void m_fall_into_next(struct tb *tb)
+{
+	m_two_funcs(tb, I(RETURN, 0, 0, 0), IBX(JMPT, 0, -3));
 }
 
 /* A word after the last function, run by nobody, checked by nobody. */
@@ -527,11 +584,11 @@ static void m_orphan_gap(struct tb *tb)
 	tb->protos[1].ncode--;
 }
 
-/* A backward FORLOOP whose target is before the function. */
-static void m_forloop_out(struct tb *tb)
+/* A backward ITERNEXT whose target is in the function before. */
+static void m_iter_out(struct tb *tb)
 {
 	tb_func(tb, 0, 0, 8);
-	tb_emit(tb, IBX(FORLOOP, 0, -2));
+	tb_emit(tb, IBX(ITERNEXT, 0, -2));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -578,9 +635,49 @@ static void m_pspec(struct tb *tb)
 	tb->probes[tb_probe(tb, 0)].spec = 9999;
 }
 
+/* Where v0 images had the event id list: reserved now. */
 static void m_pids(struct tb *tb)
 {
-	tb->probes[tb_probe(tb, 0)].nids = 3;
+	tb->probes[tb_probe(tb, 0)].__reserved[3] = 3;
+}
+
+static void m_biname(struct tb *tb)
+{
+	tb->builtins[tb_builtin(tb, "print")] = 9999;
+}
+
+/* CALLB's C past the builtins section. */
+static void m_birange(struct tb *tb)
+{
+	tb->code[0] = I(CALLB, 0, 0, tb_builtin(tb, "print") + 1);
+}
+
+static void m_argc_min(struct tb *tb)
+{
+	tb->code[0] = I(CALLB, 0, 0, tb_builtin(tb, "printf"));
+}
+
+static void m_argc_max(struct tb *tb)
+{
+	tb->code[0] = I(CALLB, 0, 2, tb_builtin(tb, "len"));
+}
+
+/* EVFIELD's Bx past the fields section (which has one entry). */
+static void m_frange(struct tb *tb)
+{
+	tb_probe(tb, KTAP_PROBE_TRACEPOINT);
+	tb->code[0] = IBX(EVFIELD, 0, tb_field(tb, 0, "foo") + 1);
+}
+
+static void m_fprobe(struct tb *tb)
+{
+	tb_field(tb, 0, "foo");		/* no probe 0 */
+}
+
+static void m_fname(struct tb *tb)
+{
+	tb_probe(tb, KTAP_PROBE_TRACEPOINT);
+	tb->fields[tb_field(tb, 0, "foo")].name = 9999;
 }
 
 static void m_unterm(struct tb *tb)
@@ -617,6 +714,8 @@ static const struct verr_case verr_cases[] = {
 	{ "section bounds", NULL, m_sect, -EINVAL, "section code: section out of bounds" },
 	{ "section align", NULL, m_align, -EINVAL, "section code: section misaligned" },
 	{ "section count", NULL, m_count, -EINVAL, "section probes: too many elements" },
+	{ "builtins count", NULL, m_bicount, -EINVAL, "section builtins: too many elements" },
+	{ "fields count", NULL, m_fcount, -EINVAL, "section fields: too many elements" },
 	{ "lines", NULL, m_lines, -EINVAL, "section lines: line table does not match the code" },
 	{ "chunkname", NULL, m_chunk, -EINVAL,
 	  "header chunkname: string reference out of bounds or unterminated" },
@@ -647,6 +746,7 @@ static const struct verr_case verr_cases[] = {
 	  "proto 1 upvalue 0: upvalue capture out of range of the enclosing function" },
 	{ "opcode 0xff", NULL, NULL, -EINVAL, "proto 0 insn 0 (0xff): unknown opcode",
 	  0xff },
+	{ "opcode count", NULL, NULL, -EINVAL, "): unknown opcode", KTAP_OP__COUNT, true },
 	{ "reg B", NULL, NULL, -EINVAL, "proto 0 insn 0 (MOVE): register out of range",
 	  I(MOVE, 0, NREGS, 0) },
 	{ "reg A", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADI): register out of range",
@@ -655,8 +755,12 @@ static const struct verr_case verr_cases[] = {
 	  I(MOVE, 0, 1, 5) },
 	{ "rcnt", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADNIL): register out of range",
 	  I(LOADNIL, 10, 6, 0) },
-	{ "reg4", NULL, NULL, -EINVAL, "proto 0 insn 0 (FORLOOP): register out of range",
-	  IBX(FORLOOP, NREGS - 3, 0) },
+	{ "reg3", NULL, NULL, -EINVAL, "proto 0 insn 0 (ITERNEXT): register out of range",
+	  IBX(ITERNEXT, NREGS - 2, 0) },
+	{ "compare A", NULL, NULL, -EINVAL, "proto 0 insn 0 (EQ): register out of range",
+	  I(EQ, NREGS, 0, 0) },
+	{ "jmpt A", NULL, NULL, -EINVAL, "proto 0 insn 0 (JMPT): register out of range",
+	  IBX(JMPT, NREGS, 0) },
 	{ "const", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADK): constant out of range",
 	  IBX(LOADK, 0, 60) },
 	{ "kint", m_kint, NULL, -EINVAL, "proto 0 insn 0 (ADDK): constant is not an integer" },
@@ -675,40 +779,58 @@ static const struct verr_case verr_cases[] = {
 	{ "jump back", NULL, NULL, -EINVAL,
 	  "proto 0 insn 0 (JMP): jump target out of range",
 	  IBX(JMP, 0, -2) },
+	{ "jump to ncode", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (JMP): jump target out of range",
+	  IBX(JMP, 0, 1) },
+	{ "jmpt fwd", NULL, NULL, -EINVAL, "proto 0 insn 0 (JMPT): jump target out of range",
+	  IBX(JMPT, 0, 5) },
+	{ "jmpf back", NULL, NULL, -EINVAL, "proto 0 insn 0 (JMPF): jump target out of range",
+	  IBX(JMPF, 0, -2) },
+	{ "iternext to ncode", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (ITERNEXT): jump target out of range",
+	  IBX(ITERNEXT, 0, 1) },
 	{ "jmp A", NULL, NULL, -EINVAL, "proto 0 insn 0 (JMP): unused operand is not zero",
 	  IBX(JMP, 1, 0) },
 	{ "bool", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADBOOL): operand is not 0 or 1",
 	  I(LOADBOOL, 0, 2, 0) },
-	{ "builtin", NULL, NULL, -EINVAL, "proto 0 insn 0 (CALLB): unknown builtin",
-	  I(CALLB, 0, 0, KTAP_BI__COUNT) },
-	{ "argc min", NULL, NULL, -EINVAL,
-	  "proto 0 insn 0 (CALLB): wrong number of arguments to builtin",
-	  I(CALLB, 0, 0, KTAP_BI_printf) },
-	{ "argc max", NULL, NULL, -EINVAL,
-	  "proto 0 insn 0 (CALLB): wrong number of arguments to builtin",
-	  I(CALLB, 0, 2, KTAP_BI_len) },
+	{ "builtin, none named", NULL, NULL, -EINVAL, "proto 0 insn 0 (CALLB): unknown builtin",
+	  I(CALLB, 0, 0, 0) },
+	{ "builtin index", m_birange, NULL, -EINVAL,
+	  "proto 0 insn 0 (CALLB): unknown builtin" },
+	{ "builtin name ref", m_biname, NULL, -EINVAL, "builtin 0", 0, true },
+	{ "argc min", m_argc_min, NULL, -EINVAL,
+	  "proto 0 insn 0 (CALLB): wrong number of arguments to builtin" },
+	{ "argc max", m_argc_max, NULL, -EINVAL,
+	  "proto 0 insn 0 (CALLB): wrong number of arguments to builtin" },
+	{ "field index", m_frange, NULL, -EINVAL, "proto 0 insn 0 (EVFIELD): field", 0, true },
+	{ "field, none", NULL, NULL, -EINVAL, "proto 0 insn 0 (EVFIELD): field",
+	  IBX(EVFIELD, 0, 0), true },
+	{ "field probe", m_fprobe, NULL, -EINVAL, "field 0", 0, true },
+	{ "field name", m_fname, NULL, -EINVAL, "field 0", 0, true },
 	{ "probe", NULL, NULL, -EINVAL, "proto 0 insn 0 (ATTACH): probe out of range",
 	  IBX(ATTACH, 0, 0) },
-	{ "skip", NULL, NULL, -EINVAL, "proto 0 insn 0 (EQ): conditional not followed by JMP",
-	  I(EQ, 0, 0, 0) },
 	{ "main only", m_mainonly, NULL, -EINVAL,
 	  "proto 1 insn 0 (ATTACH): only valid in the main chunk" },
 	{ "no return", m_last2, NULL, -EINVAL,
 	  "proto 0 insn 1 (LOADI): control can leave the function here" },
-	{ "EQ skips past the end", m_eq_end, NULL, -EINVAL,
+	{ "EQ last", m_eq_end, NULL, -EINVAL,
 	  "proto 0 insn 1 (EQ): control can leave the function here" },
-	{ "LT skips past the end", m_lt_end, NULL, -EINVAL,
-	  "proto 0 insn 1 (LT): control can leave the function here" },
-	{ "LE skips past the end", m_le_end, NULL, -EINVAL,
-	  "proto 0 insn 1 (LE): control can leave the function here" },
-	{ "EQK skips past the end", m_eqk_end, NULL, -EINVAL,
+	{ "EQK last", m_eqk_end, NULL, -EINVAL,
 	  "proto 0 insn 1 (EQK): control can leave the function here" },
-	{ "TEST skips past the end", m_test_end, NULL, -EINVAL,
-	  "proto 0 insn 1 (TEST): control can leave the function here" },
-	{ "skip into the next function", m_skip_into_next, NULL, -EINVAL,
-	  "proto 1 insn 1 (TEST): control can leave the function here" },
-	{ "FORLOOP before the function", m_forloop_out, NULL, -EINVAL,
-	  "proto 1 insn 0 (FORLOOP): jump target out of range" },
+	{ "CALLB last", m_callb_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (CALLB): control can leave the function here" },
+	{ "JMPT falls past the end", m_jmpt_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (JMPT): control can leave the function here" },
+	{ "JMPF falls past the end", m_jmpf_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (JMPF): control can leave the function here" },
+	{ "ITERNEXT falls past the end", m_iter_end, NULL, -EINVAL,
+	  "proto 0 insn 1 (ITERNEXT): control can leave the function here" },
+	{ "branch into the next function", m_branch_into_next, NULL, -EINVAL,
+	  "proto 1 insn 1 (JMPF): jump target out of range" },
+	{ "fall into the next function", m_fall_into_next, NULL, -EINVAL,
+	  "proto 1 insn 2 (JMPT): control can leave the function here" },
+	{ "ITERNEXT before the function", m_iter_out, NULL, -EINVAL,
+	  "proto 1 insn 0 (ITERNEXT): jump target out of range" },
 	{ "override on a tracepoint", m_override_tp, NULL, -EINVAL,
 	  "probe 0: only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)" },
 	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
@@ -718,7 +840,7 @@ static const struct verr_case verr_cases[] = {
 	  "probe 0: string reference out of bounds or unterminated" },
 	{ "probe unterminated", m_unterm, NULL, -EINVAL,
 	  "probe 0: string reference out of bounds or unterminated" },
-	{ "probe ids", m_pids, NULL, -EINVAL, "probe 0: event id list out of bounds" },
+	{ "probe ids", m_pids, NULL, -EINVAL, "probe 0: reserved field is not zero" },
 };
 
 static void verr_desc(const struct verr_case *c, char *desc)
@@ -755,7 +877,10 @@ static void t_verify_reject(struct kunit *test)
 			  sizeof(log));
 	KUNIT_ASSERT_TRUE(test, IS_ERR(vm));
 	KUNIT_EXPECT_EQ(test, PTR_ERR(vm), c->err);
-	KUNIT_EXPECT_STREQ(test, log, c->log);
+	if (c->sub)
+		KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(log, c->log), "log: %s", log);
+	else
+		KUNIT_EXPECT_STREQ(test, log, c->log);
 }
 
 static void t_verify_valid(struct kunit *test)
@@ -766,6 +891,89 @@ static void t_verify_valid(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
+/*
+ * Builtins are named in the image: each name of the kernel's (the ABI
+ * the compiler writes) loads, with its arity; the names v0 had and the
+ * compiler now lowers, and names never known, are rejected by name.
+ */
+static const struct {
+	const char	*name;
+	u8		min, max;
+} bi_names[] = {
+	{ "print", 0, 255 }, { "printf", 1, 255 }, { "len", 1, 1 },
+	{ "delete", 1, 2 }, { "table_count", 1, 1 }, { "pairs", 1, 1 },
+	{ "sort_pairs", 1, 2 }, { "exit", 0, 1 }, { "cpu", 0, 0 },
+	{ "pid", 0, 0 }, { "tid", 0, 0 }, { "uid", 0, 0 },
+	{ "execname", 0, 0 }, { "arch", 0, 0 }, { "kernel_v", 0, 0 },
+	{ "num_cpus", 0, 0 }, { "in_interrupt", 0, 0 }, { "in_iowait", 0, 0 },
+	{ "gettimeofday_ns", 0, 0 }, { "print_hist", 1, 2 }, { "ptable", 0, 0 },
+	{ "count", 1, 1 }, { "sum", 1, 1 }, { "avg", 1, 1 }, { "min", 1, 1 },
+	{ "max", 1, 1 }, { "stack", 0, 1 }, { "print_backtrace", 0, 0 },
+	{ "kernel_string", 1, 1 }, { "user_string", 1, 1 },
+	{ "curr_taskinfo", 1, 2 }, { "print_trace_clock", 0, 0 },
+	{ "probename", 0, 0 }, { "argstr", 0, 0 }, { "argn", 1, 1 },
+	{ "tostring", 1, 1 }, { "tonumber", 1, 1 }, { "log2", 1, 1 },
+	{ "print_log2hist", 1, 1 },
+};
+
+static const char * const bi_unknown[] = {
+	"gettimeofday_us", "gettimeofday_ms", "gettimeofday_s", "inplace_inc",
+	"histogram", "kdebug_dumpstack", "kdebug.dumpstack", "Print", "",
+};
+
+/* Main: CALLB of builtin @name with @argc arguments, never run. */
+static struct ktap_vm *t_load_callb(struct kunit *test, const char *name,
+				    u8 argc, char *log, size_t log_size)
+{
+	struct tb *tb = tb_new(test);
+
+	tb_emit(tb, IBX(JMP, 0, 1));
+	tb_emit(tb, I(CALLB, 0, argc, tb_builtin(tb, name)));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_build(test, tb);
+	return ktap_vm_load(tb->img, tb->len, NULL, &fake_ops, NULL, log,
+			    log_size);
+}
+
+static void t_verify_builtin_names(struct kunit *test)
+{
+	struct ktap_vm *vm;
+	char log[256];
+	u32 i, argc;
+
+	for (i = 0; i < ARRAY_SIZE(bi_names); i++) {
+		argc = min_t(u32, bi_names[i].max, NREGS - 1);
+		vm = t_load_callb(test, bi_names[i].name, bi_names[i].min, log,
+				  sizeof(log));
+		KUNIT_EXPECT_FALSE_MSG(test, IS_ERR(vm), "%s: %s",
+				       bi_names[i].name, log);
+		if (!IS_ERR(vm))
+			ktap_vm_free(vm);
+		vm = t_load_callb(test, bi_names[i].name, argc, log, sizeof(log));
+		KUNIT_EXPECT_FALSE_MSG(test, IS_ERR(vm), "%s: %s",
+				       bi_names[i].name, log);
+		if (!IS_ERR(vm))
+			ktap_vm_free(vm);
+		if (bi_names[i].max == 255)
+			continue;
+		vm = t_load_callb(test, bi_names[i].name, bi_names[i].max + 1,
+				  log, sizeof(log));
+		KUNIT_EXPECT_EQ_MSG(test, PTR_ERR(vm), -EINVAL, "%s",
+				    bi_names[i].name);
+		KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(log, "wrong number of arguments"),
+					  "%s: %s", bi_names[i].name, log);
+	}
+	for (i = 0; i < ARRAY_SIZE(bi_unknown); i++) {
+		vm = t_load_callb(test, bi_unknown[i], 0, log, sizeof(log));
+		KUNIT_EXPECT_EQ_MSG(test, PTR_ERR(vm), -EINVAL, "%s",
+				    bi_unknown[i]);
+		KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(log, "unknown builtin"),
+					  "%s: %s", bi_unknown[i], log);
+		KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(log, bi_unknown[i]),
+					  "%s: %s", bi_unknown[i], log);
+	}
 }
 
 /* A zero header extension is accepted, like copy_struct_from_user(). */
@@ -818,7 +1026,8 @@ static void t_verify_truncated(struct kunit *test)
 	size_t len;
 
 	tb_kstr(tb, "hello");
-	tb_probe(tb, KTAP_PROBE_END);
+	tb_field(tb, tb_probe(tb, KTAP_PROBE_END), "foo");
+	tb_builtin(tb, "print");
 	tb_build(test, tb);
 	for (len = 0; len < tb->len; len++) {
 		vm = ktap_vm_load(tb->img, len, NULL, &fake_ops, NULL, NULL, 0);
@@ -838,8 +1047,10 @@ static void t_verify_bitflips(struct kunit *test)
 	size_t bit;
 	char *img;
 
+	tb_field(tb, tb_probe(tb, KTAP_PROBE_TRACEPOINT), "f");
 	tb_emit(tb, IBX(LOADK, 0, tb_kstr(tb, "hi")));
 	tb_print(tb, 0);
+	tb_emit(tb, IBX(JMPT, 0, 0));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	tb_build(test, tb);
 	img = kunit_kmalloc(test, tb->len, GFP_KERNEL);
@@ -939,18 +1150,19 @@ static void p_loads(struct tb *tb)
 }
 
 /*
- * Prints whether "R(b) op R(c)" holds; for TEST, whether the truth of
- * R(b) differs from c (so TEST with c = 1 prints the negation).
+ * Prints the boolean "R(b) op R(c)" stores; for JMPT and JMPF, whether
+ * the jump on R(b) is taken.
  */
 static void tb_cond(struct tb *tb, u32 op, u8 b, u8 c)
 {
-	tb_emit(tb, I(LOADBOOL, 12, 0, 0));
-	if (op == KTAP_OP_TEST)
-		tb_emit(tb, I(TEST, b, 0, c));
-	else
-		tb_emit(tb, KTAP_INSN(op, 0, b, c));
-	tb_emit(tb, IBX(JMP, 0, 1));
-	tb_emit(tb, I(LOADBOOL, 12, 1, 0));
+	if (op == KTAP_OP_JMPT || op == KTAP_OP_JMPF) {
+		tb_emit(tb, I(LOADBOOL, 12, 1, 0));
+		tb_emit(tb, KTAP_INSN_BX(op, b, 1));
+		tb_emit(tb, I(LOADBOOL, 12, 0, 0));
+	} else {
+		tb_emit(tb, IBX(LOADI, 12, 7));		/* overwritten */
+		tb_emit(tb, KTAP_INSN(op, 12, b, c));
+	}
 	tb_print(tb, 12);
 }
 
@@ -966,6 +1178,8 @@ static void p_compare(struct tb *tb)
 	tb_emit(tb, I(CONCAT, 5, 2, 3));	/* a temporary "ab" */
 	tb_emit(tb, I(LOADNIL, 6, 0, 0));
 	tb_emit(tb, I(LOADBOOL, 7, 0, 0));
+	tb_emit(tb, IBX(LOADI, 8, 0));
+	tb_emit(tb, IBX(LOADK, 9, tb_kstr(tb, "")));
 	tb_cond(tb, KTAP_OP_LT, 0, 1);		/* true */
 	tb_cond(tb, KTAP_OP_LT, 1, 0);		/* false */
 	tb_cond(tb, KTAP_OP_LE, 1, 1);		/* true */
@@ -976,12 +1190,20 @@ static void p_compare(struct tb *tb)
 	tb_cond(tb, KTAP_OP_EQ, 4, 5);		/* true: by contents */
 	tb_cond(tb, KTAP_OP_EQK, 0, k1);	/* true */
 	tb_cond(tb, KTAP_OP_EQK, 1, k1);	/* false */
-	tb_cond(tb, KTAP_OP_TEST, 0, 0);	/* 1 is true */
-	tb_cond(tb, KTAP_OP_TEST, 6, 0);	/* nil is false */
-	tb_cond(tb, KTAP_OP_TEST, 7, 0);	/* false is false */
-	tb_emit(tb, IBX(LOADI, 8, 7));
-	tb_cond(tb, KTAP_OP_TEST, 8, 1);	/* 7 is true: prints false */
-	tb_cond(tb, KTAP_OP_TEST, 6, 1);	/* nil is false: prints true */
+	tb_cond(tb, KTAP_OP_EQ, 6, 7);		/* false: nil vs false */
+	tb_cond(tb, KTAP_OP_JMPT, 0, 0);	/* 1 is true: taken */
+	tb_cond(tb, KTAP_OP_JMPT, 6, 0);	/* nil is false */
+	tb_cond(tb, KTAP_OP_JMPT, 7, 0);	/* false is false */
+	tb_cond(tb, KTAP_OP_JMPT, 8, 0);	/* 0 is true */
+	tb_cond(tb, KTAP_OP_JMPT, 9, 0);	/* "" is true */
+	tb_cond(tb, KTAP_OP_JMPF, 6, 0);	/* taken on nil */
+	tb_cond(tb, KTAP_OP_JMPF, 7, 0);	/* taken on false */
+	tb_cond(tb, KTAP_OP_JMPF, 8, 0);	/* not on 0 */
+	tb_cond(tb, KTAP_OP_JMPF, 9, 0);	/* not on "" */
+	tb_cond(tb, KTAP_OP_JMPF, 2, 0);	/* not on "a" */
+	/* the register compared may be the one written */
+	tb_emit(tb, I(LT, 0, 0, 1));
+	tb_print(tb, 0);
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1032,34 +1254,38 @@ static void p_table(struct tb *tb)
 	tb_emit(tb, I(LEN, 3, 0, 0));
 	tb_print(tb, 3);
 	tb_emit(tb, I(MOVE, 7, 0, 0));
-	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_table_count));
+	tb_emit(tb, I(CALLB, 6, 1, tb_builtin(tb, "table_count")));
 	tb_print(tb, 6);
 	tb_emit(tb, I(LOADNIL, 5, 0, 0));
 	tb_emit(tb, I(SETTABLE, 0, 4, 5));	/* t.c = nil deletes */
-	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_table_count));
+	tb_emit(tb, I(CALLB, 6, 1, tb_builtin(tb, "table_count")));
 	tb_print(tb, 6);
 	tb_emit(tb, I(GETTABLE, 3, 0, 5));	/* t[nil] reads nil */
 	tb_print(tb, 3);
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
+/* A numeric for loop: LE, JMPF out, the body, ADDK, JMP back. */
 static void p_for(struct tb *tb)
 {
+	/* for i = 1, 10: s += i */
 	tb_emit(tb, IBX(LOADI, 0, 1));
 	tb_emit(tb, IBX(LOADI, 1, 10));
-	tb_emit(tb, IBX(LOADI, 2, 1));
 	tb_emit(tb, IBX(LOADI, 4, 0));
-	tb_emit(tb, IBX(FORPREP, 0, 1));
-	tb_emit(tb, I(ADD, 4, 4, 3));
-	tb_emit(tb, IBX(FORLOOP, 0, -2));
+	tb_emit(tb, I(LE, 3, 0, 1));
+	tb_emit(tb, IBX(JMPF, 3, 3));
+	tb_emit(tb, I(ADD, 4, 4, 0));
+	tb_emit(tb, I(ADDK, 0, 0, tb_kint(tb, 1)));
+	tb_emit(tb, IBX(JMP, 0, -5));
 	tb_print(tb, 4);
 	/* for i = 10, 1, -3: 10 7 4 1 */
 	tb_emit(tb, IBX(LOADI, 0, 10));
 	tb_emit(tb, IBX(LOADI, 1, 1));
-	tb_emit(tb, IBX(LOADI, 2, -3));
-	tb_emit(tb, IBX(FORPREP, 0, 2));
-	tb_print(tb, 3);
-	tb_emit(tb, IBX(FORLOOP, 0, -3));
+	tb_emit(tb, I(LE, 3, 1, 0));
+	tb_emit(tb, IBX(JMPF, 3, 4));
+	tb_print(tb, 0);
+	tb_emit(tb, I(ADDK, 0, 0, tb_kint(tb, -3)));
+	tb_emit(tb, IBX(JMP, 0, -6));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1093,19 +1319,36 @@ static void tb_pairs_loop(struct tb *tb)
 static void p_pairs(struct tb *tb)
 {
 	tb_pairs_table(tb);
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "sort_pairs")));
 	tb_pairs_loop(tb);
+}
+
+/* n = 0; s = 0; for (k, v in pairs(t)) { n += 1; s += v }: any order */
+static void p_pairs_sum(struct tb *tb)
+{
+	tb_pairs_table(tb);
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "pairs")));
+	tb_emit(tb, IBX(LOADI, 4, 0));
+	tb_emit(tb, IBX(LOADI, 5, 0));
+	tb_emit(tb, IBX(ITERNEXT, 1, 1));
+	tb_emit(tb, IBX(JMP, 0, 3));
+	tb_emit(tb, I(ADD, 4, 4, 3));
+	tb_emit(tb, I(ADDK, 5, 5, tb_kint(tb, 1)));
+	tb_emit(tb, IBX(JMP, 0, -5));
+	tb_print(tb, 5);
+	tb_print(tb, 4);
+	/* an exhausted iterator goes on to the next insn, writing nothing */
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "done")));
+	tb_emit(tb, IBX(ITERNEXT, 1, 0));
+	tb_print(tb, 2);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
 /* cmp(a, b) { return a < b }: ascending values, called back per compare */
 static void tb_cmp_less(struct tb *tb)
 {
 	tb_func(tb, 0, 2, 3);
-	tb_emit(tb, I(LT, 1, 0, 1));		/* a < b: take the JMP */
-	tb_emit(tb, IBX(JMP, 0, 2));
-	tb_emit(tb, I(LOADBOOL, 2, 0, 0));
-	tb_emit(tb, I(RETURN, 2, 1, 0));
-	tb_emit(tb, I(LOADBOOL, 2, 1, 0));
+	tb_emit(tb, I(LT, 2, 0, 1));
 	tb_emit(tb, I(RETURN, 2, 1, 0));
 }
 
@@ -1114,7 +1357,7 @@ static void p_pairs_cmp(struct tb *tb)
 {
 	tb_pairs_table(tb);
 	tb_emit(tb, IBX(CLOSURE, 3, 1));
-	tb_emit(tb, I(CALLB, 1, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 1, 2, tb_builtin(tb, "sort_pairs")));
 	tb_pairs_loop(tb);
 	tb_cmp_less(tb);
 }
@@ -1157,11 +1400,10 @@ static void p_call(struct tb *tb)
 
 static void p_ptable(struct tb *tb)
 {
-	static const u8 readers[] = { KTAP_BI_count, KTAP_BI_sum, KTAP_BI_avg,
-				      KTAP_BI_min, KTAP_BI_max };
+	static const char * const readers[] = { "count", "sum", "avg", "min", "max" };
 	int k;
 
-	tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_ptable));
+	tb_emit(tb, I(CALLB, 0, 0, tb_builtin(tb, "ptable")));
 	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "k")));
 	tb_emit(tb, IBX(LOADI, 2, 5));
 	tb_emit(tb, I(AGGR, 0, 1, 2));
@@ -1171,11 +1413,11 @@ static void p_ptable(struct tb *tb)
 	tb_emit(tb, I(AGGR, 0, 1, 2));
 	tb_emit(tb, I(GETTABLE, 5, 0, 1));
 	for (k = 0; k < ARRAY_SIZE(readers); k++) {
-		tb_emit(tb, I(CALLB, 4, 1, readers[k]));
+		tb_emit(tb, I(CALLB, 4, 1, tb_builtin(tb, readers[k])));
 		tb_print(tb, 4);
 	}
 	tb_emit(tb, I(GETTABLE, 5, 0, 2));	/* absent key: count 0 */
-	tb_emit(tb, I(CALLB, 4, 1, KTAP_BI_count));
+	tb_emit(tb, I(CALLB, 4, 1, tb_builtin(tb, "count")));
 	tb_print(tb, 4);
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
@@ -1183,20 +1425,20 @@ static void p_ptable(struct tb *tb)
 static void p_convert(struct tb *tb)
 {
 	tb_emit(tb, IBX(LOADI, 2, 12));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_tostring));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "tostring")));
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "x")));
 	tb_emit(tb, I(CONCAT, 3, 1, 2));
 	tb_print(tb, 3);
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "0x10")));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_tonumber));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "tonumber")));
 	tb_print(tb, 1);
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "zz")));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_tonumber));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "tonumber")));
 	tb_print(tb, 1);
 	tb_emit(tb, IBX(LOADI, 2, 7));
 	tb_emit(tb, IBX(LOADK, 3, tb_kstr(tb, "b")));
 	tb_emit(tb, I(LOADBOOL, 4, 1, 0));
-	tb_emit(tb, I(CALLB, 1, 3, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 1, 3, tb_builtin(tb, "print")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1207,18 +1449,18 @@ static void p_log2(struct tb *tb)
 
 	for (k = 0; k < ARRAY_SIZE(in); k++) {
 		tb_emit(tb, IBX(LOADI, 2, in[k]));
-		tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_log2));
+		tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "log2")));
 		tb_print(tb, 1);
 	}
 	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
 	tb_emit(tb, IBX(LOADI, 3, 1));
 	for (k = 0; k < ARRAY_SIZE(vals); k++) {
 		tb_emit(tb, IBX(LOADI, 2, vals[k]));
-		tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_log2));
+		tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "log2")));
 		tb_emit(tb, I(INCTABLE, 0, 1, 3));	/* t[log2(v)] += 1 */
 	}
 	tb_emit(tb, I(MOVE, 2, 0, 0));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_print_log2hist));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "print_log2hist")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1229,14 +1471,15 @@ static const struct prog_case prog_cases[] = {
 	  "-9223372036854775808\n1\n-9223372036854775808\n0\n"
 	  "-9223372036854775808\n-9223372036854775807\n" },
 	{ "loads and not", p_loads, "str\ntrue\nfalse\nstr\nnil\nnil\ntrue\nfalse\n" },
-	{ "compare and test", p_compare,
-	  "true\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\nfalse\n"
-	  "false\ntrue\n" },
+	{ "compare and branch", p_compare,
+	  "true\nfalse\ntrue\ntrue\nfalse\ntrue\nfalse\ntrue\ntrue\nfalse\nfalse\n"
+	  "true\nfalse\nfalse\ntrue\ntrue\ntrue\ntrue\nfalse\nfalse\nfalse\ntrue\n" },
 	{ "concat and len", p_concat, "x=-42\n-42x=\n5\n" },
 	{ "globals", p_globals, "nil\n5\n" },
 	{ "tables", p_table, "one\n1\n6\n1\n3\n2\nnil\n" },
 	{ "numeric for", p_for, "55\n10\n7\n4\n1\n" },
 	{ "sort_pairs and iterate", p_pairs, "2\n20\n1\n10\nx\n5\n" },
+	{ "pairs and iterate", p_pairs_sum, "3\n35\ndone\n" },
 	{ "sort_pairs with a cmp function", p_pairs_cmp,
 	  "x\n5\n1\n10\n2\n20\n" },
 	{ "closure and upvalues", p_closure, "1\n2\n2\n" },
@@ -1318,8 +1561,7 @@ static void e_compare(struct tb *tb)
 {
 	tb_emit(tb, IBX(LOADI, 0, 1));
 	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "s")));
-	tb_emit(tb, I(LT, 0, 0, 1));
-	tb_emit(tb, IBX(JMP, 0, 0));
+	tb_emit(tb, I(LT, 2, 0, 1));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1352,19 +1594,9 @@ static void e_depth(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
-static void e_for_step(struct tb *tb)
-{
-	tb_emit(tb, IBX(LOADI, 0, 1));
-	tb_emit(tb, IBX(LOADI, 1, 2));
-	tb_emit(tb, IBX(LOADI, 2, 0));
-	tb_emit(tb, IBX(FORPREP, 0, 0));
-	tb_emit(tb, IBX(FORLOOP, 0, -1));
-	tb_emit(tb, I(RETURN, 0, 0, 0));
-}
-
 static void e_event_in_main(struct tb *tb)
 {
-	tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_probename));
+	tb_emit(tb, I(CALLB, 0, 0, tb_builtin(tb, "probename")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1372,7 +1604,7 @@ static void e_printf(struct tb *tb)
 {
 	tb_emit(tb, IBX(LOADK, 1, tb_kstr(tb, "%d\n")));
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "notanumber")));
-	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_printf));
+	tb_emit(tb, I(CALLB, 0, 2, tb_builtin(tb, "printf")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1387,7 +1619,7 @@ static void e_sort_cmp(struct tb *tb)
 	tb_emit(tb, I(LOADBOOL, 4, 0, 0));
 	tb_emit(tb, I(SETTABLE, 1, 3, 4));
 	tb_emit(tb, IBX(CLOSURE, 2, 1));
-	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 0, 2, tb_builtin(tb, "sort_pairs")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	tb->line = 2;
 	tb_cmp_less(tb);
@@ -1410,13 +1642,13 @@ static void e_sort_nested(struct tb *tb)
 	tb_emit(tb, IBX(SETGLOBAL, 1, 1));
 	tb_emit(tb, I(MOVE, 3, 0, 0));
 	tb_emit(tb, I(MOVE, 4, 1, 0));
-	tb_emit(tb, I(CALLB, 2, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 2, 2, tb_builtin(tb, "sort_pairs")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	tb->line = 2;
 	tb_func(tb, 0, 2, 5);
 	tb_emit(tb, IBX(GETGLOBAL, 3, 0));
 	tb_emit(tb, IBX(GETGLOBAL, 4, 1));
-	tb_emit(tb, I(CALLB, 2, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 2, 2, tb_builtin(tb, "sort_pairs")));
 	tb_emit(tb, I(LOADBOOL, 2, 0, 0));
 	tb_emit(tb, I(RETURN, 2, 1, 0));
 }
@@ -1425,7 +1657,7 @@ static void e_sort_notfn(struct tb *tb)
 {
 	tb_emit(tb, I(NEWTABLE, 1, 0, 0));
 	tb_emit(tb, IBX(LOADI, 2, 3));
-	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 0, 2, tb_builtin(tb, "sort_pairs")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
@@ -1439,7 +1671,6 @@ static const struct rterr_case rterr_cases[] = {
 	{ "call number", e_call, "ktap: error: test.kp:1: attempt to call a number value\n" },
 	{ "table key", e_key, "ktap: error: test.kp:1: invalid table key (a table value)\n" },
 	{ "call depth", e_depth, "ktap: error: test.kp:9: call depth exceeded (32)\n" },
-	{ "for step zero", e_for_step, "ktap: error: test.kp:1: 'for' step is zero\n" },
 	{ "event builtin in main", e_event_in_main,
 	  "ktap: error: test.kp:1: probename() needs an event: not in the main chunk\n" },
 	{ "printf type", e_printf,
@@ -1494,6 +1725,16 @@ static int fe_field(struct ktap_vm *vm, struct ktap_event *ev,
 	return -ENOENT;
 }
 
+/* EVFIELD: field 1 was resolved at attach, the others were not. */
+static int fe_field_at(struct ktap_vm *vm, struct ktap_event *ev, u32 idx,
+		       struct ktap_value *out)
+{
+	if (idx != 1)
+		return -ENOENT;
+	ktap_value_int(out, 7);
+	return 0;
+}
+
 static int fe_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 		       struct seq_buf *s)
 {
@@ -1517,6 +1758,7 @@ static int fe_set_retval(struct ktap_vm *vm, struct ktap_event *ev, s64 v,
 
 static const struct ktap_event_ops fe_ops = {
 	.field		= fe_field,
+	.field_at	= fe_field_at,
 	.tostring	= fe_tostring,
 	.arg		= fe_arg,
 	.set_retval	= fe_set_retval,
@@ -1552,30 +1794,35 @@ static void t_event(struct kunit *test)
 	tb->hdr.nglobals = 1;
 	tb_main_attach(tb, KTAP_PROBE_TRACEPOINT);
 	tb_func(tb, 0, 1, 8);
+	/* EVFIELD: by name (foo), resolved at attach (bar) */
+	tb_emit(tb, IBX(EVFIELD, 6, tb_field(tb, 0, "foo")));
+	tb_emit(tb, IBX(EVFIELD, 7, tb_field(tb, 0, "bar")));
+	tb_emit(tb, I(CALLB, 5, 2, tb_builtin(tb, "print")));
 	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "foo")));
 	tb_emit(tb, I(MOVE, 7, 1, 0));
-	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 6, 1, tb_builtin(tb, "print")));
 	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "tostring")));
 	tb_emit(tb, I(CALL, 1, 0, 1));
 	tb_emit(tb, I(MOVE, 7, 1, 0));
-	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 6, 1, tb_builtin(tb, "print")));
 	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "set_retval")));
 	tb_emit(tb, IBX(LOADI, 2, -5));
 	tb_emit(tb, I(CALL, 1, 1, 0));
 	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "name")));
 	tb_emit(tb, IBX(SETGLOBAL, 1, 0));	/* a field string is kept */
-	tb_emit(tb, I(CALLB, 3, 0, KTAP_BI_probename));
-	tb_emit(tb, I(CALLB, 4, 0, KTAP_BI_argstr));
+	tb_emit(tb, I(CALLB, 3, 0, tb_builtin(tb, "probename")));
+	tb_emit(tb, I(CALLB, 4, 0, tb_builtin(tb, "argstr")));
 	tb_emit(tb, IBX(LOADI, 6, 3));
-	tb_emit(tb, I(CALLB, 5, 1, KTAP_BI_argn));
-	tb_emit(tb, I(CALLB, 2, 3, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 5, 1, tb_builtin(tb, "argn")));
+	tb_emit(tb, I(CALLB, 2, 3, tb_builtin(tb, "print")));
 	tb_emit(tb, I(MOVE, 7, 0, 0));
-	tb_emit(tb, I(CALLB, 6, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 6, 1, tb_builtin(tb, "print")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 
 	vm = t_attach(test, tb, h, 0);
 	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
 	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "42\t7\n"
 			   "42\nsys_x(a: 1)\nsys_x\tsys_x(a: 1)\t30\nsys_x(a: 1)\n");
 	KUNIT_EXPECT_EQ(test, fe.retval, -5);
 	KUNIT_EXPECT_EQ(test, vm->globals[0].type, KTAP_TSTR);
@@ -1657,8 +1904,8 @@ static void t_budget_main(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, ret, -EINVAL);
 }
 
-/* FORPREP jumping to itself is a loop like any other: charged. */
-static void t_budget_forprep(struct kunit *test)
+/* A conditional branch to itself is a loop like any other: charged. */
+static void t_budget_branch(struct kunit *test)
 {
 	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "ev" } };
 	struct fake_host *h = fake_new(test);
@@ -1668,10 +1915,8 @@ static void t_budget_forprep(struct kunit *test)
 	tb_main_attach(tb, KTAP_PROBE_TIMER);
 	tb_func(tb, 0, 1, 8);
 	tb->line = 3;
-	tb_emit(tb, IBX(LOADI, 1, 0));
-	tb_emit(tb, IBX(LOADI, 2, 10));
-	tb_emit(tb, IBX(LOADI, 3, 1));
-	tb_emit(tb, IBX(FORPREP, 1, -1));
+	tb_emit(tb, I(LOADBOOL, 1, 1, 0));
+	tb_emit(tb, IBX(JMPT, 1, -1));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, 1000);
 	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
@@ -1724,17 +1969,19 @@ static void t_throttle(struct kunit *test)
 
 	tb_main_attach(tb, KTAP_PROBE_TIMER);
 	tb_func(tb, 0, 1, 10);
-	/* for i = 1, 1000 do for j = 1, 300 do end end: 306,000 units */
+	/* for i = 1, 1000 do for j = 1, 75 do end end: 307,000 units */
 	tb_emit(tb, IBX(LOADI, 1, 1));
 	tb_emit(tb, IBX(LOADI, 2, 1000));
-	tb_emit(tb, IBX(LOADI, 3, 1));
-	tb_emit(tb, IBX(FORPREP, 1, 5));
+	tb_emit(tb, IBX(LOADI, 7, 75));
+	tb_emit(tb, I(LE, 4, 1, 2));
+	tb_emit(tb, IBX(JMPF, 4, 7));
 	tb_emit(tb, IBX(LOADI, 5, 1));
-	tb_emit(tb, IBX(LOADI, 6, 300));
-	tb_emit(tb, IBX(LOADI, 7, 1));
-	tb_emit(tb, IBX(FORPREP, 5, 0));
-	tb_emit(tb, IBX(FORLOOP, 5, -1));
-	tb_emit(tb, IBX(FORLOOP, 1, -6));
+	tb_emit(tb, I(LE, 6, 5, 7));
+	tb_emit(tb, IBX(JMPF, 6, 2));
+	tb_emit(tb, I(ADDK, 5, 5, tb_kint(tb, 1)));
+	tb_emit(tb, IBX(JMP, 0, -4));
+	tb_emit(tb, I(ADDK, 1, 1, tb_kint(tb, 1)));
+	tb_emit(tb, IBX(JMP, 0, -9));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
 	for (i = 0; i < 4; i++)
@@ -1826,8 +2073,7 @@ static void t_successors(struct kunit *test)
 				    !!(f & (KTAP_OPF_GOTO | KTAP_OPF_BRANCH)),
 				    "%s", info->name);
 		KUNIT_EXPECT_FALSE_MSG(test, (f & KTAP_OPF_GOTO) &&
-				       (f & (KTAP_OPF_BRANCH | KTAP_OPF_SKIP)),
-				       "%s", info->name);
+				       (f & KTAP_OPF_BRANCH), "%s", info->name);
 		n = ktap_insn_successors(KTAP_INSN_BX(op, 0, -5), 10, next);
 		KUNIT_EXPECT_LE(test, n, KTAP_MAX_SUCCESSORS);
 		if (f & KTAP_OPF_END)
@@ -1835,10 +2081,9 @@ static void t_successors(struct kunit *test)
 		else if (f & KTAP_OPF_GOTO)
 			KUNIT_EXPECT_TRUE_MSG(test, n == 1 && next[0] == 6,
 					      "%s", info->name);
-		else if (f & (KTAP_OPF_SKIP | KTAP_OPF_BRANCH))
+		else if (f & KTAP_OPF_BRANCH)
 			KUNIT_EXPECT_TRUE_MSG(test, n == 2 && next[0] == 11 &&
-					      next[1] == (f & KTAP_OPF_SKIP ? 12 : 6),
-					      "%s", info->name);
+					      next[1] == 6, "%s", info->name);
 		else
 			KUNIT_EXPECT_TRUE_MSG(test, n == 1 && next[0] == 11,
 					      "%s", info->name);
@@ -1852,10 +2097,11 @@ static void tb_main_seq(struct tb *tb, int n)
 	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
 	tb_emit(tb, IBX(LOADI, 1, 1));
 	tb_emit(tb, IBX(LOADI, 2, n));
-	tb_emit(tb, IBX(LOADI, 3, 1));
-	tb_emit(tb, IBX(FORPREP, 1, 1));
-	tb_emit(tb, I(SETTABLE, 0, 4, 4));
-	tb_emit(tb, IBX(FORLOOP, 1, -2));
+	tb_emit(tb, I(LE, 3, 1, 2));
+	tb_emit(tb, IBX(JMPF, 3, 3));
+	tb_emit(tb, I(SETTABLE, 0, 1, 1));
+	tb_emit(tb, I(ADDK, 1, 1, tb_kint(tb, 1)));
+	tb_emit(tb, IBX(JMP, 0, -5));
 	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
 	tb_emit(tb, IBX(CLOSURE, 0, 1));
 	tb_emit(tb, IBX(ATTACH, 0, 0));
@@ -1876,9 +2122,9 @@ static void t_budget_len(struct kunit *test)
 	tb->line = 5;
 	tb_emit(tb, IBX(GETGLOBAL, 1, 0));
 	tb_emit(tb, I(LEN, 3, 1, 0));
-	tb_emit(tb, I(CALLB, 2, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, "print")));
 	tb_emit(tb, I(MOVE, 3, 1, 0));
-	tb_emit(tb, I(CALLB, 2, 1, KTAP_BI_pairs));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, "pairs")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, 5000);
 	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
@@ -1907,9 +2153,9 @@ static void t_temp_constant_memory(struct kunit *test)
 	tb_func(tb, 0, 1, 12);
 	tb_emit(tb, IBX(GETGLOBAL, 1, 0));
 	tb_emit(tb, I(MOVE, 3, 1, 0));
-	tb_emit(tb, I(CALLB, 2, 1, KTAP_BI_pairs));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, "pairs")));
 	tb_emit(tb, I(MOVE, 4, 1, 0));
-	tb_emit(tb, I(CALLB, 3, 1, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 3, 1, tb_builtin(tb, "sort_pairs")));
 	tb_emit(tb, I(NEWTABLE, 4, 0, 0));
 	tb_emit(tb, IBX(LOADI, 5, 1));
 	tb_emit(tb, I(SETTABLE, 4, 5, 1));	/* t2[1] = t: temp table */
@@ -1919,12 +2165,10 @@ static void t_temp_constant_memory(struct kunit *test)
 	tb_emit(tb, IBX(CLOSURE, 6, 2));
 	tb_emit(tb, I(MOVE, 8, 1, 0));
 	tb_emit(tb, I(MOVE, 9, 6, 0));
-	tb_emit(tb, I(CALLB, 7, 2, KTAP_BI_sort_pairs));
+	tb_emit(tb, I(CALLB, 7, 2, tb_builtin(tb, "sort_pairs")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	tb_func(tb, 1, 2, 3);		/* function (a, b) return a < b end */
-	tb_emit(tb, I(LT, 0, 0, 1));
-	tb_emit(tb, IBX(JMP, 0, 1));
-	tb_emit(tb, I(LOADBOOL, 2, 1, 0));
+	tb_emit(tb, I(LT, 2, 0, 1));
 	tb_emit(tb, I(RETURN, 2, 1, 0));
 	vm = t_attach(test, tb, h, KTAP_MAX_INSN_BUDGET);
 	KUNIT_ASSERT_EQ_MSG(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0, "%s",
@@ -2017,7 +2261,7 @@ static void t_concurrency(struct kunit *test)
 	tb_probe(tb, KTAP_PROBE_TIMER);
 	tb_emit(tb, I(NEWTABLE, 0, 0, 0));
 	tb_emit(tb, IBX(SETGLOBAL, 0, 0));
-	tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_ptable));
+	tb_emit(tb, I(CALLB, 0, 0, tb_builtin(tb, "ptable")));
 	tb_emit(tb, IBX(SETGLOBAL, 0, 1));
 	tb_emit(tb, IBX(CLOSURE, 1, 1));
 	tb_emit(tb, IBX(ATTACH, 1, 0));
@@ -2028,7 +2272,7 @@ static void t_concurrency(struct kunit *test)
 	tb_emit(tb, IBX(LOADI, 2, 1));
 	tb_emit(tb, I(INCTABLE, 0, 1, 2));	/* t.k += 1 */
 	tb_emit(tb, IBX(LOADK, 3, tb_kstr(tb, "cpu")));
-	tb_emit(tb, I(CALLB, 4, 0, KTAP_BI_cpu));
+	tb_emit(tb, I(CALLB, 4, 0, tb_builtin(tb, "cpu")));
 	tb_emit(tb, I(CONCAT, 5, 3, 4));	/* a temporary key */
 	tb_emit(tb, I(INCTABLE, 0, 5, 2));	/* t["cpu" .. cpu()] += 1 */
 	tb_emit(tb, IBX(GETGLOBAL, 0, 1));
@@ -2098,13 +2342,14 @@ static void t_concurrency_growth(struct kunit *test)
 	tb_emit(tb, IBX(LOADI, 1, 1));
 	tb_emit(tb, IBX(LOADI, 2, 1));
 	tb_emit(tb, IBX(LOADI, 3, 200));
-	tb_emit(tb, IBX(LOADI, 4, 1));
 	tb_emit(tb, IBX(LOADK, 7, tb_kstr(tb, "s")));
-	tb_emit(tb, IBX(FORPREP, 2, 3));
-	tb_emit(tb, I(INCTABLE, 0, 5, 1));
-	tb_emit(tb, I(CONCAT, 8, 7, 5));
+	tb_emit(tb, I(LE, 4, 2, 3));
+	tb_emit(tb, IBX(JMPF, 4, 5));
+	tb_emit(tb, I(INCTABLE, 0, 2, 1));
+	tb_emit(tb, I(CONCAT, 8, 7, 2));
 	tb_emit(tb, I(INCTABLE, 0, 8, 1));
-	tb_emit(tb, IBX(FORLOOP, 2, -4));
+	tb_emit(tb, I(ADD, 2, 2, 1));
+	tb_emit(tb, IBX(JMP, 0, -7));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, 0);
 
@@ -2153,7 +2398,7 @@ static void t_speed(struct kunit *test)
 		tb_probe(tb, KTAP_PROBE_TIMER);
 		tb_emit(tb, I(NEWTABLE, 0, 0, 0));
 		if (shape == 2)
-			tb_emit(tb, I(CALLB, 0, 0, KTAP_BI_ptable));
+			tb_emit(tb, I(CALLB, 0, 0, tb_builtin(tb, "ptable")));
 		tb_emit(tb, IBX(SETGLOBAL, 0, 0));
 		tb_emit(tb, IBX(CLOSURE, 1, 1));
 		tb_emit(tb, IBX(ATTACH, 1, 0));
@@ -2161,11 +2406,11 @@ static void t_speed(struct kunit *test)
 		tb_func(tb, 0, 1, 4);
 		if (shape == 1 || shape == 2) {
 			tb_emit(tb, IBX(GETGLOBAL, 1, 0));
-			tb_emit(tb, I(CALLB, 2, 0, KTAP_BI_execname));
+			tb_emit(tb, I(CALLB, 2, 0, tb_builtin(tb, "execname")));
 			tb_emit(tb, IBX(LOADI, 3, shape == 1 ? 1 : 7));
 			tb_emit(tb, shape == 1 ? I(INCTABLE, 1, 2, 3) : I(AGGR, 1, 2, 3));
 		} else if (shape == 3) {
-			tb_emit(tb, I(CALLB, 2, 0, KTAP_BI_execname));
+			tb_emit(tb, I(CALLB, 2, 0, tb_builtin(tb, "execname")));
 		} else if (shape == 4) {
 			tb_emit(tb, IBX(GETGLOBAL, 1, 0));
 			tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "c")));
@@ -2196,7 +2441,7 @@ static void t_recursion(struct kunit *test)
 	tb_main_attach(tb, KTAP_PROBE_TIMER);
 	tb_func(tb, 0, 0, 3);
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "hit")));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "print")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_attach(test, tb, h, 0);
 	h->recurse = true;
@@ -2224,12 +2469,12 @@ static void t_exit(struct kunit *test)
 	tb_probe(tb, KTAP_PROBE_END);
 	tb_emit(tb, IBX(CLOSURE, 0, 1));
 	tb_emit(tb, IBX(ATTACH, 0, 0));
-	tb_emit(tb, I(CALLB, 1, 0, KTAP_BI_exit));
+	tb_emit(tb, I(CALLB, 1, 0, tb_builtin(tb, "exit")));
 	tb_print(tb, 0);			/* not reached */
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	tb_func(tb, 0, 0, 3);
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "end")));
-	tb_emit(tb, I(CALLB, 1, 1, KTAP_BI_print));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "print")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	vm = t_load(test, tb, h, 0);
 	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
@@ -2295,12 +2540,15 @@ static void t_printf(struct kunit *test)
 		else
 			tb_emit(tb, IBX(LOADK, 2 + k, tb_kint(tb, c->arg)));
 	}
-	tb_emit(tb, I(CALLB, 0, 1 + n, KTAP_BI_printf));
+	tb_emit(tb, I(CALLB, 0, 1 + n, tb_builtin(tb, "printf")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL), c->out);
 }
 
-/* histogram(t): the chart of the LWN article, by count, descending. */
+/*
+ * print_hist(t) (histogram(t) in scripts, which the compiler lowers):
+ * the chart of the LWN article, by count, descending.
+ */
 static void t_histogram(struct kunit *test)
 {
 	static const char * const keys[] = { "sys_enter_open", "sys_enter_close",
@@ -2315,14 +2563,14 @@ static void t_histogram(struct kunit *test)
 		tb_emit(tb, IBX(LOADK, 3, tb_kint(tb, counts[k])));
 		tb_emit(tb, I(INCTABLE, 1, 2, 3));
 	}
-	tb_emit(tb, I(CALLB, 0, 1, KTAP_BI_histogram));
+	tb_emit(tb, I(CALLB, 0, 1, tb_builtin(tb, "print_hist")));
 	tb_emit(tb, IBX(LOADI, 2, 2));
-	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_print_hist));	/* 2 rows */
+	tb_emit(tb, I(CALLB, 0, 2, tb_builtin(tb, "print_hist")));	/* 2 rows */
 	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "sys_enter_newfstatat")));
 	tb_emit(tb, IBX(LOADK, 3, tb_kint(tb, 19)));
 	tb_emit(tb, I(INCTABLE, 1, 2, 3));	/* a longer key widens */
 	tb_emit(tb, IBX(LOADI, 2, 4));
-	tb_emit(tb, I(CALLB, 0, 2, KTAP_BI_histogram));
+	tb_emit(tb, I(CALLB, 0, 2, tb_builtin(tb, "print_hist")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL),
 			   "            value ------------- Distribution ------------- count\n"
@@ -2475,6 +2723,7 @@ static void t_strings(struct kunit *test)
 static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_PARAM(t_verify_reject, verr_gen_params),
 	KUNIT_CASE(t_verify_valid),
+	KUNIT_CASE(t_verify_builtin_names),
 	KUNIT_CASE(t_verify_hdr_ext),
 	KUNIT_CASE(t_verify_mem_limit),
 	KUNIT_CASE(t_budget_ceiling),
@@ -2489,7 +2738,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_budget_handler),
 	KUNIT_CASE_SLOW(t_budget_main),
 	KUNIT_CASE(t_budget_exact),
-	KUNIT_CASE(t_budget_forprep),
+	KUNIT_CASE(t_budget_branch),
 	KUNIT_CASE(t_throttle),
 	KUNIT_CASE(t_end_budget),
 	KUNIT_CASE(t_budget_len),
