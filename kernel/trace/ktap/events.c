@@ -3,12 +3,16 @@
  * ktap probes: attach the handlers a script's main chunk recorded, and
  * give the VM access to the event being handled.
  *
- *  - Tracepoints (any ftrace event, syscalls included) are reached
- *    through kernel perf counters, one per event and online CPU, which
- *    works from a module without touching ftrace internals. The overflow
- *    handler may run in NMI. The raw record perf hands over is the same
- *    record ftrace writes, so fields are read by name through the
- *    event's field list and printed by the event's own output function.
+ *  - Tracepoints (any ftrace event, syscalls included): the probe names
+ *    a SYSTEM:EVENT glob pattern, expanded here at attach. Syscall
+ *    events go through the raw syscall tracepoints (the syscall fast
+ *    path below); every other event is reached through kernel perf
+ *    counters, one per event and online CPU, which works from a module
+ *    without touching ftrace internals. The overflow handler may run in
+ *    NMI. The raw record perf hands over is the same record ftrace
+ *    writes, so fields are read through the event's field list (looked
+ *    up once at attach for the image's fields section, else by name)
+ *    and printed by the event's own output function.
  *  - Kprobes and kretprobes; e.set_retval() only from a probe the image
  *    marks KTAP_PROBE_F_OVERRIDE: a kprobe at the entry of a function
  *    the kernel lists as error-injectable. The function's body is then
@@ -29,6 +33,7 @@
 #include <linux/cpu.h>
 #include <linux/err.h>
 #include <linux/error-injection.h>
+#include <linux/glob.h>
 #include <linux/hrtimer.h>
 #include <linux/kprobes.h>
 #include <linux/namei.h>
@@ -36,6 +41,7 @@
 #include <linux/ptrace.h>
 #include <linux/security.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/trace_events.h>
 #include <linux/tracepoint.h>
 #include <linux/unaligned.h>
@@ -53,6 +59,12 @@
 #define KTAP_MIN_PERIOD_NS	(10 * NSEC_PER_USEC)
 /* Perf counters one tracepoint probe may create. */
 #define KTAP_MAX_PERF_EVENTS	65536
+/*
+ * Bytes of resolved-field arrays one tracepoint probe may allocate; the
+ * fields of events beyond that are read by name, which is slower but
+ * reads the same values.
+ */
+#define KTAP_MAX_SLOT_BYTES	(4 << 20)
 
 /* Event-name buffer of the synthetic kinds (timers, profile, end). */
 #define KTAP_NAME_LEN		32
@@ -145,27 +157,61 @@ void ktap_events_put(void)
 /* ---- tracepoints ---- */
 
 /**
+ * struct ktap_tp_slots - the image's fields, looked up in one event
+ * @n: entries at @f: ktap_vm_nfields() of the image
+ * @f: @f[i] is the format field named like entry i of the image's
+ *     fields section, or NULL where the event has none (or where
+ *     ktap_tp_field() answers the name before the format)
+ *
+ * Built at attach, for each event a tracepoint handler covers that has
+ * at least one of the fields; read by EVFIELD (ktap_tp_field_at()).
+ */
+struct ktap_tp_slots {
+	u32				n;
+	struct ftrace_event_field	*f[] __counted_by(n);
+};
+
+/**
  * struct ktap_tp_event - a tracepoint firing
  * @ev: what the VM sees
  * @call: the ftrace event
+ * @slots: the image's fields resolved in @call, or NULL
  * @rec: the raw record (struct trace_entry first)
  * @size: bytes at @rec
  */
 struct ktap_tp_event {
-	struct ktap_event	ev;
-	struct trace_event_call	*call;
-	void			*rec;
-	u32			size;
+	struct ktap_event		ev;
+	struct trace_event_call		*call;
+	const struct ktap_tp_slots	*slots;
+	void				*rec;
+	u32				size;
+};
+
+/**
+ * struct ktap_tp_ctx - overflow handler context of one event's counters
+ * @h: the handler
+ * @slots: the image's fields resolved in the event, or NULL; published
+ *	   with release semantics once built
+ */
+struct ktap_tp_ctx {
+	struct ktap_handler	*h;
+	struct ktap_tp_slots	*slots;
 };
 
 struct ktap_sc;
 
-/*
- * Attachment of a tracepoint probe: the syscall events it reaches
- * directly (@sc, or NULL) and perf counters for all other events.
+/**
+ * struct ktap_tp - attachment of a tracepoint probe
+ * @sc: the syscall events it reaches directly (see struct ktap_sc)
+ * @ctx: one context per perf-backed event, shared by its counters
+ * @nctx: entries at @ctx
+ * @nr: room at @events
+ * @events: the perf counters of all other events, @nr at most
  */
 struct ktap_tp {
 	struct ktap_sc		*sc;
+	struct ktap_tp_ctx	*ctx;
+	u32			nctx;
 	u32			nr;
 	struct perf_event	*events[] __counted_by(nr);
 };
@@ -191,11 +237,12 @@ struct ktap_raw_sys_exit {
 	long			ret;
 };
 
-static enum ktap_sc_kind ktap_sc_kind(struct ktap_tp_event *tev)
+/* Which syscall event, if any, @call is. */
+static enum ktap_sc_kind ktap_sc_call_kind(struct trace_event_call *call)
 {
-	struct trace_event_call *call = tev->call;
 	const char *sys = call->class->system;
 	struct syscall_metadata *meta;
+	const char *name;
 
 	if (!sys)
 		return KTAP_SC_NONE;
@@ -203,24 +250,48 @@ static enum ktap_sc_kind ktap_sc_kind(struct ktap_tp_event *tev)
 		meta = call->data;
 		if (!meta)
 			return KTAP_SC_NONE;
-		if (meta->enter_event == call &&
-		    tev->size >= sizeof(struct syscall_trace_enter) +
-				 meta->nb_args * sizeof(unsigned long))
+		if (meta->enter_event == call)
 			return KTAP_SC_ENTER;
-		if (meta->exit_event == call &&
-		    tev->size >= sizeof(struct syscall_trace_exit))
+		if (meta->exit_event == call)
 			return KTAP_SC_EXIT;
 		return KTAP_SC_NONE;
 	}
 	if (!strcmp(sys, "raw_syscalls")) {
-		if (!strcmp(tev->ev.name, "sys_enter") &&
-		    tev->size >= sizeof(struct ktap_raw_sys_enter))
+		name = trace_event_name(call) ?: "";
+		if (!strcmp(name, "sys_enter"))
 			return KTAP_SC_RAW_ENTER;
-		if (!strcmp(tev->ev.name, "sys_exit") &&
-		    tev->size >= sizeof(struct ktap_raw_sys_exit))
+		if (!strcmp(name, "sys_exit"))
 			return KTAP_SC_RAW_EXIT;
 	}
 	return KTAP_SC_NONE;
+}
+
+/* As ktap_sc_call_kind(), for a record big enough to read as such. */
+static enum ktap_sc_kind ktap_sc_kind(struct ktap_tp_event *tev)
+{
+	enum ktap_sc_kind kind = ktap_sc_call_kind(tev->call);
+	struct syscall_metadata *meta;
+	size_t need;
+
+	switch (kind) {
+	case KTAP_SC_ENTER:
+		meta = tev->call->data;
+		need = sizeof(struct syscall_trace_enter) +
+		       meta->nb_args * sizeof(unsigned long);
+		break;
+	case KTAP_SC_EXIT:
+		need = sizeof(struct syscall_trace_exit);
+		break;
+	case KTAP_SC_RAW_ENTER:
+		need = sizeof(struct ktap_raw_sys_enter);
+		break;
+	case KTAP_SC_RAW_EXIT:
+		need = sizeof(struct ktap_raw_sys_exit);
+		break;
+	default:
+		return KTAP_SC_NONE;
+	}
+	return tev->size >= need ? kind : KTAP_SC_NONE;
 }
 
 /*
@@ -410,6 +481,25 @@ static int ktap_tp_field(struct ktap_vm *vm, struct ktap_event *ev,
 }
 
 /*
+ * EVFIELD: entry @idx of the image's fields section, as looked up in
+ * this event's format at attach; -ENOENT sends the VM to ktap_tp_field().
+ */
+static int ktap_tp_field_at(struct ktap_vm *vm, struct ktap_event *ev,
+			    u32 idx, struct ktap_value *out)
+{
+	struct ktap_tp_event *tev = container_of(ev, struct ktap_tp_event, ev);
+	const struct ktap_tp_slots *s = tev->slots;
+	struct ftrace_event_field *f;
+
+	if (!s || idx >= s->n)
+		return -ENOENT;
+	f = s->f[idx];
+	if (!f)
+		return -ENOENT;
+	return ktap_field_value(vm, tev, f, out);
+}
+
+/*
  * argN: for syscalls arg0 is the number and arg1.. the arguments (or
  * arg1 the return value); otherwise the N-th field in declaration order.
  */
@@ -493,6 +583,7 @@ out:
 
 static const struct ktap_event_ops ktap_tp_ops = {
 	.field		= ktap_tp_field,
+	.field_at	= ktap_tp_field_at,
 	.tostring	= ktap_tp_tostring,
 	.arg		= ktap_tp_arg,
 	.set_retval	= ktap_no_set_retval,
@@ -510,21 +601,30 @@ static const struct ktap_event_ops ktap_tp_ops = {
  * @h: the handler
  * @raw_enter: raw_syscalls:sys_enter, when asked for
  * @raw_exit: raw_syscalls:sys_exit, when asked for
+ * @raw_enter_slots: the image's fields resolved in @raw_enter, or NULL
+ * @raw_exit_slots: the same for @raw_exit
  * @on_enter: registered on the sys_enter tracepoint
  * @on_exit: registered on the sys_exit tracepoint
  * @enter: syscall numbers whose syscalls:sys_enter_* event is asked for
  * @exit: the same for syscalls:sys_exit_*
  * @meta: syscall metadata by number (its enter_event and exit_event)
+ * @enter_slots: by syscall number, the image's fields resolved in its
+ *		 syscalls:sys_enter_* event, or NULL
+ * @exit_slots: the same for syscalls:sys_exit_*
  */
 struct ktap_sc {
 	struct ktap_handler		*h;
 	struct trace_event_call		*raw_enter;
 	struct trace_event_call		*raw_exit;
+	struct ktap_tp_slots		*raw_enter_slots;
+	struct ktap_tp_slots		*raw_exit_slots;
 	bool				on_enter;
 	bool				on_exit;
 	DECLARE_BITMAP(enter, NR_syscalls);
 	DECLARE_BITMAP(exit, NR_syscalls);
 	struct syscall_metadata		*meta[NR_syscalls];
+	struct ktap_tp_slots		*enter_slots[NR_syscalls];
+	struct ktap_tp_slots		*exit_slots[NR_syscalls];
 };
 
 /* A record as big as the largest syscall event record. */
@@ -546,11 +646,13 @@ static void ktap_sc_entry(struct trace_entry *ent, struct trace_event_call *call
 }
 
 static void ktap_sc_fire(struct ktap_sc *sc, struct trace_event_call *call,
+			 const struct ktap_tp_slots *slots,
 			 union ktap_sc_rec *rec, u32 size, struct pt_regs *regs)
 {
 	struct ktap_tp_event tev = {
 		.ev = { .ops = &ktap_tp_ops, .regs = regs },
 		.call = call,
+		.slots = slots,
 		.rec = rec,
 		.size = size,
 	};
@@ -580,14 +682,15 @@ static void ktap_sc_enter_probe(void *data, struct pt_regs *regs, long id)
 	if (sc->raw_enter) {
 		rec.raw_enter.id = id;
 		syscall_get_arguments(current, regs, rec.raw_enter.args);
-		ktap_sc_fire(sc, sc->raw_enter, &rec, sizeof(rec.raw_enter), regs);
+		ktap_sc_fire(sc, sc->raw_enter, sc->raw_enter_slots, &rec,
+			     sizeof(rec.raw_enter), regs);
 	}
 	if (!test_bit(id, sc->enter))
 		return;
 	meta = sc->meta[id];
 	rec.enter.nr = id;
 	syscall_get_arguments(current, regs, rec.enter.args);
-	ktap_sc_fire(sc, meta->enter_event, &rec,
+	ktap_sc_fire(sc, meta->enter_event, sc->enter_slots[id], &rec,
 		     sizeof(rec.enter) + meta->nb_args * sizeof(long), regs);
 }
 
@@ -603,35 +706,30 @@ static void ktap_sc_exit_probe(void *data, struct pt_regs *regs, long ret)
 	if (sc->raw_exit) {
 		rec.raw_exit.id = nr;
 		rec.raw_exit.ret = ret;
-		ktap_sc_fire(sc, sc->raw_exit, &rec, sizeof(rec.raw_exit), regs);
+		ktap_sc_fire(sc, sc->raw_exit, sc->raw_exit_slots, &rec,
+			     sizeof(rec.raw_exit), regs);
 	}
 	if (!test_bit(nr, sc->exit))
 		return;
 	rec.exit.nr = nr;
 	rec.exit.ret = ret;
-	ktap_sc_fire(sc, sc->meta[nr]->exit_event, &rec, sizeof(rec.exit), regs);
+	ktap_sc_fire(sc, sc->meta[nr]->exit_event, sc->exit_slots[nr], &rec,
+		     sizeof(rec.exit), regs);
 }
 
 /*
- * Take event @id onto the syscall fast path if it is a syscall event.
+ * Take event @call onto the syscall fast path if it is a syscall event.
  * Returns false when the event needs a perf counter instead. Called with
  * trace_event_read_lock() held, so the event cannot go away meanwhile;
  * syscall events are never unregistered.
  */
-static bool __ktap_sc_claim(struct ktap_sc *sc, u32 id)
+static bool ktap_sc_claim(struct ktap_sc *sc, struct trace_event_call *call)
 {
-	struct trace_event_call *call;
 	struct syscall_metadata *meta;
-	struct trace_event *te;
 	const char *sys;
 
-	/* Ids up to __TRACE_LAST_TYPE are ftrace's own record types. */
-	if (id <= __TRACE_LAST_TYPE || id > U16_MAX)
+	if (!ktap_tp_sys_enter || !ktap_tp_sys_exit)
 		return false;
-	te = ftrace_find_event(id);
-	if (!te)
-		return false;
-	call = container_of(te, struct trace_event_call, event);
 	sys = call->class ? call->class->system : NULL;
 	if (!sys)
 		return false;
@@ -658,18 +756,6 @@ static bool __ktap_sc_claim(struct ktap_sc *sc, u32 id)
 		return false;
 	sc->meta[meta->syscall_nr] = meta;
 	return true;
-}
-
-static bool ktap_sc_claim(struct ktap_sc *sc, u32 id)
-{
-	bool ret;
-
-	if (!ktap_tp_sys_enter || !ktap_tp_sys_exit)
-		return false;
-	trace_event_read_lock();
-	ret = __ktap_sc_claim(sc, id);
-	trace_event_read_unlock();
-	return ret;
 }
 
 static int ktap_sc_register(struct ktap_sc *sc)
@@ -708,13 +794,15 @@ static void ktap_tp_overflow(struct perf_event *event,
 			     struct perf_sample_data *data,
 			     struct pt_regs *regs)
 {
-	struct ktap_handler *h = event->overflow_handler_context;
+	struct ktap_tp_ctx *ctx = event->overflow_handler_context;
 	struct trace_event_call *call = event->tp_event;
 	struct ktap_tp_event tev;
 
 	if (!(data->sample_flags & PERF_SAMPLE_RAW) || !data->raw || !call)
 		return;
 	tev.call = call;
+	/* Pairs with smp_store_release() in ktap_tp_attach_perf(). */
+	tev.slots = smp_load_acquire(&ctx->slots);
 	tev.rec = data->raw->frag.data;
 	tev.size = data->raw->frag.size;
 	if (tev.size < sizeof(struct trace_entry))
@@ -722,7 +810,7 @@ static void ktap_tp_overflow(struct perf_event *event,
 	tev.ev.ops = &ktap_tp_ops;
 	tev.ev.name = trace_event_name(call) ?: "";
 	tev.ev.regs = regs;
-	ktap_handler_fire(h, &tev.ev);
+	ktap_handler_fire(ctx->h, &tev.ev);
 }
 
 static void ktap_perf_release(struct perf_event **events, u32 nr)
@@ -742,12 +830,14 @@ static bool ktap_handler_on_cpu(struct ktap_handler *h, int cpu)
 }
 
 /*
- * Create one counter per online CPU (as filtered) for @attr; store them
- * from @events. Returns the number stored or a negative error.
+ * Create one counter per online CPU (as filtered) for @attr, with @fn
+ * as overflow handler and @ctx as its context; store them from @events.
+ * Returns the number stored or a negative error (the counters stored
+ * until then stay in @events for the caller to release).
  */
 static int ktap_perf_create(struct ktap_handler *h,
 			    struct perf_event_attr *attr,
-			    perf_overflow_handler_t fn,
+			    perf_overflow_handler_t fn, void *ctx,
 			    struct perf_event **events, u32 room)
 {
 	struct perf_event *pe;
@@ -758,7 +848,7 @@ static int ktap_perf_create(struct ktap_handler *h,
 			continue;
 		if (n >= room)
 			return -E2BIG;
-		pe = perf_event_create_kernel_counter(attr, cpu, NULL, fn, h);
+		pe = perf_event_create_kernel_counter(attr, cpu, NULL, fn, ctx);
 		if (IS_ERR(pe))
 			return PTR_ERR(pe);
 		events[n++] = pe;
@@ -766,64 +856,539 @@ static int ktap_perf_create(struct ktap_handler *h,
 	return n;
 }
 
+/**
+ * struct ktap_tp_pat - a tracepoint probe's SYSTEM:EVENT pattern, split
+ * @buf: the copy @sys and @event point into; kfree() it
+ * @sys: glob the event's system must match
+ * @event: glob the event's name must match
+ */
+struct ktap_tp_pat {
+	char		*buf;
+	const char	*sys;
+	const char	*event;
+};
+
+/*
+ * Split @target: "SYSTEM:EVENT", exactly one ':' and neither half empty,
+ * either half with * and ? globs. Returns 0, -EINVAL when @target is no
+ * such pattern, or -ENOMEM.
+ */
+static int ktap_tp_pat_parse(struct ktap_tp_pat *pat, const char *target)
+{
+	const char *colon;
+	size_t at;
+
+	if (!target)
+		return -EINVAL;
+	colon = strchr(target, ':');
+	if (!colon || colon == target || !colon[1] || strchr(colon + 1, ':'))
+		return -EINVAL;
+	pat->buf = kstrdup(target, GFP_KERNEL);
+	if (!pat->buf)
+		return -ENOMEM;
+	at = colon - target;
+	pat->buf[at] = '\0';
+	pat->sys = pat->buf;
+	pat->event = pat->buf + at + 1;
+	return 0;
+}
+
+/*
+ * Does @call match @pat, and can it be a perf tracepoint a script
+ * attaches to? ftrace's own events (ftrace:function and the like) carry
+ * TRACE_EVENT_FL_IGNORE_ENABLE; perf_trace_init() wants class->reg.
+ */
+static bool ktap_tp_match(const struct ktap_tp_pat *pat,
+			  struct trace_event_call *call)
+{
+	const char *name;
+
+	if (call->flags & TRACE_EVENT_FL_IGNORE_ENABLE)
+		return false;
+	if (!call->class || !call->class->reg || !call->class->system)
+		return false;
+	name = trace_event_name(call);
+	return name && glob_match(pat->sys, call->class->system) &&
+	       glob_match(pat->event, name);
+}
+
+/**
+ * ktap_tp_for_each - visit the events a pattern matches
+ * @pat: the pattern
+ * @fn: called for each matching event with its type, the id perf knows
+ *	it by; a nonzero return stops the walk
+ * @arg: passed to @fn
+ *
+ * The events are looked up by type under trace_event_read_lock(), which
+ * keeps them registered meanwhile (an event is unregistered with
+ * trace_event_sem held for writing). ftrace_events and event_mutex are
+ * not exported and ktap may be a module, hence the walk over the types:
+ * those above __TRACE_LAST_TYPE are only ever given to the event of a
+ * struct trace_event_call. Process context; may sleep.
+ *
+ * Return: 0 when every type was visited, else what @fn returned.
+ */
+static int ktap_tp_for_each(const struct ktap_tp_pat *pat,
+			    int (*fn)(struct trace_event_call *call, u32 type,
+				      void *arg),
+			    void *arg)
+{
+	struct trace_event_call *call;
+	struct trace_event *te;
+	int ret = 0;
+	u32 type;
+
+	trace_event_read_lock();
+	for (type = __TRACE_LAST_TYPE + 1; type <= TRACE_EVENT_TYPE_MAX; type++) {
+		if (!(type % 1024))
+			cond_resched();
+		te = ftrace_find_event(type);
+		if (!te)
+			continue;
+		call = container_of(te, struct trace_event_call, event);
+		if (!ktap_tp_match(pat, call))
+			continue;
+		ret = fn(call, type, arg);
+		if (ret)
+			break;
+	}
+	trace_event_read_unlock();
+	return ret;
+}
+
+/* An image field name, in the sorted lookup table of ktap_tp_res. */
+struct ktap_tp_name {
+	const char	*name;
+	u32		idx;
+};
+
+/**
+ * struct ktap_tp_res - attach-time state of a tracepoint probe
+ * @h: the handler being attached
+ * @spec: its probe as written, for messages
+ * @target: its pattern as written
+ * @pat: the pattern, split
+ * @sc: its syscall events
+ * @nevents: events @pat matched
+ * @perf: types of the events to reach through perf counters
+ * @nperf: bits set in @perf
+ * @nfields: ktap_vm_nfields(): the size of every slot array
+ * @names: the image's field names, sorted by name
+ * @nnames: entries at @names
+ * @hit: fields found in the format of at least one of the events
+ * @unseen: the format of some event was not looked at (no counter)
+ * @budget: bytes of slot arrays still allowed (KTAP_MAX_SLOT_BYTES)
+ */
+struct ktap_tp_res {
+	struct ktap_handler	*h;
+	const char		*spec;
+	const char		*target;
+	struct ktap_tp_pat	pat;
+	struct ktap_sc		*sc;
+	u32			nevents;
+	unsigned long		*perf;
+	u32			nperf;
+	u32			nfields;
+	struct ktap_tp_name	*names;
+	u32			nnames;
+	unsigned long		*hit;
+	bool			unseen;
+	size_t			budget;
+};
+
+static int ktap_tp_name_cmp(const void *a, const void *b)
+{
+	const struct ktap_tp_name *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* The image's field names, sorted, and the bitmaps of @rs. */
+static int ktap_tp_res_init(struct ktap_tp_res *rs, struct ktap_vm *vm)
+{
+	const struct ktap_bc_field *fld;
+	const char *name;
+	u32 i;
+
+	rs->nfields = ktap_vm_nfields(vm);
+	if (rs->nfields > KTAP_MAX_FIELDS)
+		return -E2BIG;
+	rs->budget = KTAP_MAX_SLOT_BYTES;
+	rs->perf = bitmap_zalloc(TRACE_EVENT_TYPE_MAX + 1, GFP_KERNEL);
+	if (!rs->perf)
+		return -ENOMEM;
+	if (!rs->nfields)
+		return 0;
+	rs->names = kvcalloc(rs->nfields, sizeof(*rs->names), GFP_KERNEL);
+	rs->hit = bitmap_zalloc(rs->nfields, GFP_KERNEL);
+	if (!rs->names || !rs->hit)
+		return -ENOMEM;
+	for (i = 0; i < rs->nfields; i++) {
+		fld = ktap_vm_field(vm, i);
+		name = fld ? ktap_vm_str(vm, fld->name) : NULL;
+		if (!name || !*name)
+			continue;
+		rs->names[rs->nnames].name = name;
+		rs->names[rs->nnames++].idx = i;
+	}
+	sort(rs->names, rs->nnames, sizeof(*rs->names), ktap_tp_name_cmp, NULL);
+	return 0;
+}
+
+static void ktap_tp_res_free(struct ktap_tp_res *rs)
+{
+	bitmap_free(rs->hit);
+	kvfree(rs->names);
+	bitmap_free(rs->perf);
+	kfree(rs->pat.buf);
+}
+
+/* Index of the first of @rs->names not ordered before @name. */
+static u32 ktap_tp_name_first(const struct ktap_tp_res *rs, const char *name)
+{
+	u32 lo = 0, hi = rs->nnames, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(rs->names[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Names ktap_tp_field() answers before it looks at the format of an
+ * event of @kind (see ktap_sc_field()): EVFIELD reads them by name too,
+ * so that it reads what e.NAME reads. The common_* fields are not in an
+ * event's own format.
+ */
+static bool ktap_tp_shadowed(enum ktap_sc_kind kind, const char *name)
+{
+	bool enter = kind == KTAP_SC_ENTER || kind == KTAP_SC_RAW_ENTER;
+
+	if (!strcmp(name, "name"))
+		return true;
+	if (kind == KTAP_SC_NONE)
+		return false;
+	if (!strcmp(name, "sc_nr") || !strcmp(name, "sc_is_enter"))
+		return true;
+	if (!strcmp(name, "retval"))
+		return !enter;
+	if (strlen(name) == 7 && !strncmp(name, "sc_arg", 6) &&
+	    name[6] >= '1' && name[6] <= '6')
+		return enter;
+	return false;
+}
+
+/**
+ * ktap_tp_resolve - look the image's fields up in one event's format
+ * @rs: attach-time state
+ * @call: the event, which cannot go away meanwhile
+ * @out: the slot array built for @call, or NULL when no field is read
+ *	 through one (none in the format, or the budget is spent)
+ *
+ * Marks in @rs->hit every field the format of @call has. The slot array
+ * holds the first format field of each name, as ktap_tp_field() finds.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+static int ktap_tp_resolve(struct ktap_tp_res *rs,
+			   struct trace_event_call *call,
+			   struct ktap_tp_slots **out)
+{
+	enum ktap_sc_kind kind = ktap_sc_call_kind(call);
+	struct ktap_tp_slots *s = NULL;
+	struct ftrace_event_field *f;
+	struct list_head *head;
+	bool shadowed;
+	size_t size;
+	u32 i, idx;
+
+	*out = NULL;
+	if (!rs->nnames)
+		return 0;
+	head = trace_get_fields(call);
+	if (!head)
+		return 0;
+	size = struct_size(s, f, rs->nfields);
+	list_for_each_entry(f, head, link) {
+		if (!f->name)
+			continue;
+		i = ktap_tp_name_first(rs, f->name);
+		if (i == rs->nnames || strcmp(rs->names[i].name, f->name))
+			continue;
+		shadowed = ktap_tp_shadowed(kind, f->name);
+		for (; i < rs->nnames && !strcmp(rs->names[i].name, f->name); i++) {
+			idx = rs->names[i].idx;
+			__set_bit(idx, rs->hit);
+			if (shadowed)
+				continue;
+			if (!s && size <= rs->budget) {
+				s = kvzalloc(size, GFP_KERNEL);
+				if (!s)
+					return -ENOMEM;
+				s->n = rs->nfields;
+				rs->budget -= size;
+			}
+			if (s && !s->f[idx])
+				s->f[idx] = f;
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+/* ktap_tp_for_each() callback of ktap_tp_attach(): sort the events out. */
+static int ktap_tp_collect(struct trace_event_call *call, u32 type, void *arg)
+{
+	struct ktap_tp_res *rs = arg;
+
+	rs->nevents++;
+	if (!ktap_sc_claim(rs->sc, call)) {
+		__set_bit(type, rs->perf);
+		rs->nperf++;
+	}
+	return 0;
+}
+
+/* The image's fields in every syscall event @rs->sc claimed. */
+static int ktap_sc_resolve(struct ktap_tp_res *rs)
+{
+	struct ktap_sc *sc = rs->sc;
+	unsigned int nr;
+	int ret;
+
+	if (sc->raw_enter) {
+		ret = ktap_tp_resolve(rs, sc->raw_enter, &sc->raw_enter_slots);
+		if (ret)
+			return ret;
+	}
+	if (sc->raw_exit) {
+		ret = ktap_tp_resolve(rs, sc->raw_exit, &sc->raw_exit_slots);
+		if (ret)
+			return ret;
+	}
+	for_each_set_bit(nr, sc->enter, NR_syscalls) {
+		ret = ktap_tp_resolve(rs, sc->meta[nr]->enter_event,
+				      &sc->enter_slots[nr]);
+		if (ret)
+			return ret;
+	}
+	for_each_set_bit(nr, sc->exit, NR_syscalls) {
+		ret = ktap_tp_resolve(rs, sc->meta[nr]->exit_event,
+				      &sc->exit_slots[nr]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/**
+ * ktap_tp_attach_perf - counters for the events off the syscall fast path
+ * @rs: attach-time state; @rs->perf lists the event types
+ * @tp: the attachment, with room for the counters and contexts
+ *
+ * One context per event, shared by its per-CPU counters. The image's
+ * fields are looked up in the event the counters hold, which perf keeps
+ * registered until they are released, not in the one the walk found: a
+ * type freed and given to another event meanwhile is caught here.
+ *
+ * Return: 0 or a negative error; the counters created stay in @tp.
+ */
+static int ktap_tp_attach_perf(struct ktap_tp_res *rs, struct ktap_tp *tp)
+{
+	struct perf_event_attr attr = {
+		.type		= PERF_TYPE_TRACEPOINT,
+		.size		= sizeof(attr),
+		.sample_period	= 1,
+		.sample_type	= PERF_SAMPLE_RAW,
+	};
+	struct trace_event_call *call;
+	struct ktap_tp_slots *slots;
+	struct ktap_tp_ctx *ctx;
+	unsigned int type;
+	u32 used = 0;
+	int n, ret;
+
+	for_each_set_bit(type, rs->perf, TRACE_EVENT_TYPE_MAX + 1) {
+		ctx = &tp->ctx[tp->nctx++];
+		ctx->h = rs->h;
+		attr.config = type;
+		n = ktap_perf_create(rs->h, &attr, ktap_tp_overflow, ctx,
+				     tp->events + used, tp->nr - used);
+		if (n < 0)
+			return n;
+		if (!n) {
+			rs->unseen = true;
+			continue;
+		}
+		call = tp->events[used]->tp_event;
+		used += n;
+		if (!call || !ktap_tp_match(&rs->pat, call)) {
+			ktap_session_printf(rs->h->sess,
+					    "ktap: probe '%s': event %u changed while '%s' was being attached, try again\n",
+					    rs->spec, type, rs->target);
+			return -EAGAIN;
+		}
+		ret = ktap_tp_resolve(rs, call, &slots);
+		if (ret)
+			return ret;
+		/* Pairs with smp_load_acquire() in ktap_tp_overflow(). */
+		smp_store_release(&ctx->slots, slots);
+	}
+	return 0;
+}
+
+/*
+ * Each field the image reads in this probe's handler must be in the
+ * format of at least one of its events.
+ */
+static int ktap_tp_check_fields(struct ktap_tp_res *rs)
+{
+	struct ktap_vm *vm = rs->h->hot->vm;
+	const struct ktap_bc_field *fld;
+	u32 i;
+
+	/* The field may be in an event whose format was not looked at. */
+	if (rs->unseen)
+		return 0;
+	for (i = 0; i < rs->nfields; i++) {
+		fld = ktap_vm_field(vm, i);
+		if (!fld || fld->probe != rs->h->probe || test_bit(i, rs->hit))
+			continue;
+		ktap_session_printf(rs->h->sess,
+				    "ktap: probe '%s': no event matching '%s' has a field '%s'\n",
+				    rs->spec, rs->target,
+				    ktap_vm_str(vm, fld->name) ?: "?");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Free a slot array or other attach-time memory; @rcu: after a grace period. */
+static void ktap_tp_kvfree(void *p, bool rcu)
+{
+	if (rcu)
+		kvfree_rcu_mightsleep(p);
+	else
+		kvfree(p);
+}
+
+static void ktap_sc_free(struct ktap_sc *sc, bool rcu)
+{
+	u32 nr;
+
+	ktap_tp_kvfree(sc->raw_enter_slots, rcu);
+	ktap_tp_kvfree(sc->raw_exit_slots, rcu);
+	for (nr = 0; nr < NR_syscalls; nr++) {
+		ktap_tp_kvfree(sc->enter_slots[nr], rcu);
+		ktap_tp_kvfree(sc->exit_slots[nr], rcu);
+	}
+	ktap_tp_kvfree(sc, rcu);
+}
+
+/* @tp itself is not read by the probes: only its contexts and arrays. */
+static void ktap_tp_free(struct ktap_tp *tp, bool rcu)
+{
+	u32 i;
+
+	for (i = 0; i < tp->nctx; i++)
+		ktap_tp_kvfree(tp->ctx[i].slots, rcu);
+	ktap_tp_kvfree(tp->ctx, rcu);
+	kvfree(tp);
+}
+
+/**
+ * ktap_tp_attach - attach a tracepoint probe
+ * @h: the handler, of a KTAP_PROBE_TRACEPOINT probe
+ *
+ * Expands the probe's SYSTEM:EVENT pattern: syscall events go on the
+ * syscall fast path, every other event gets perf counters. Every entry
+ * of the image's fields section is looked up, once, in the format of
+ * each event, for EVFIELD. Fails when the pattern matches no event, or
+ * when a field of this probe is in none of its events.
+ *
+ * Return: 0 or a negative error; nothing stays attached on error.
+ */
 static int ktap_tp_attach(struct ktap_handler *h)
 {
 	struct ktap_vm *vm = h->hot->vm;
-	const struct ktap_bc_probe *bp = h->bp;
+	struct ktap_tp_res rs = { .h = h };
 	struct ktap_sc *sc;
-	const u32 *ids;
 	struct ktap_tp *tp;
-	u32 i, room, used = 0;
-	int ret = 0;
+	u32 room;
+	int ret;
 
-	ids = ktap_vm_words(vm, bp->ids_start);
-	if (!ids || !bp->nids)
-		return -EINVAL;
+	rs.spec = ktap_vm_str(vm, h->bp->spec) ?: "?";
+	rs.target = ktap_vm_str(vm, h->bp->target);
+	ret = ktap_tp_pat_parse(&rs.pat, rs.target);
+	if (ret)
+		return ret;
+	ret = ktap_tp_res_init(&rs, vm);
+	if (ret)
+		goto out;
 	sc = kvzalloc(sizeof(*sc), GFP_KERNEL);
-	if (!sc)
-		return -ENOMEM;
+	if (!sc) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	sc->h = h;
-	room = min_t(u64, (u64)bp->nids * num_possible_cpus(),
+	rs.sc = sc;
+
+	ktap_tp_for_each(&rs.pat, ktap_tp_collect, &rs);
+	if (!rs.nevents) {
+		ktap_session_printf(h->sess,
+				    "ktap: probe '%s': no tracepoint matches '%s'\n",
+				    rs.spec, rs.target);
+		ret = -ENOENT;
+		goto err_sc;
+	}
+	room = min_t(u64, (u64)rs.nperf * num_possible_cpus(),
 		     KTAP_MAX_PERF_EVENTS);
 	tp = kvzalloc(struct_size(tp, events, room), GFP_KERNEL);
 	if (!tp) {
-		kvfree(sc);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto err_sc;
 	}
 	tp->nr = room;
 	tp->sc = sc;
-
-	for (i = 0; i < bp->nids; i++) {
-		struct perf_event_attr attr = {
-			.type		= PERF_TYPE_TRACEPOINT,
-			.size		= sizeof(attr),
-			.config		= ids[i],
-			.sample_period	= 1,
-			.sample_type	= PERF_SAMPLE_RAW,
-		};
-
-		if (ktap_sc_claim(sc, ids[i]))
-			continue;
-		ret = ktap_perf_create(h, &attr, ktap_tp_overflow,
-				       tp->events + used, room - used);
-		if (ret < 0)
-			break;
-		used += ret;
-		ret = 0;
+	if (rs.nperf) {
+		tp->ctx = kvcalloc(rs.nperf, sizeof(*tp->ctx), GFP_KERNEL);
+		if (!tp->ctx) {
+			ret = -ENOMEM;
+			goto err_tp;
+		}
 	}
-	if (!ret)
-		ret = ktap_sc_register(sc);
-	if (ret) {
-		ktap_sc_unregister(sc);
-		ktap_perf_release(tp->events, used);
-		/* A probe may have seen @sc already. */
-		tracepoint_synchronize_unregister();
-		kvfree(sc);
-		kvfree(tp);
-		return ret;
-	}
+	ret = ktap_sc_resolve(&rs);
+	if (ret)
+		goto err_tp;
+	ret = ktap_tp_attach_perf(&rs, tp);
+	if (ret)
+		goto err_perf;
+	ret = ktap_tp_check_fields(&rs);
+	if (ret)
+		goto err_perf;
+	ret = ktap_sc_register(sc);
+	if (ret)
+		goto err_sc_reg;
 	h->priv = tp;
-	return 0;
+	goto out;
+
+err_sc_reg:
+	ktap_sc_unregister(sc);
+err_perf:
+	ktap_perf_release(tp->events, tp->nr);
+	/* A probe may have seen @sc or a context already. */
+	tracepoint_synchronize_unregister();
+err_tp:
+	ktap_tp_free(tp, false);
+err_sc:
+	ktap_sc_free(sc, false);
+out:
+	ktap_tp_res_free(&rs);
+	return ret;
 }
 
 static void ktap_perf_detach(struct ktap_handler *h)
@@ -833,8 +1398,8 @@ static void ktap_perf_detach(struct ktap_handler *h)
 	ktap_sc_unregister(tp->sc);
 	ktap_perf_release(tp->events, tp->nr);
 	/* Probes may still run until a grace period has passed. */
-	kvfree_rcu_mightsleep(tp->sc);
-	kvfree(tp);
+	ktap_sc_free(tp->sc, true);
+	ktap_tp_free(tp, true);
 }
 
 /* ---- kprobes ---- */
@@ -1392,7 +1957,8 @@ static int ktap_profile_attach(struct ktap_handler *h)
 	ktap_period_name(p->name, "profile", h->bp->arg);
 	/* Published before any counter can fire. */
 	WRITE_ONCE(h->priv, p);
-	ret = ktap_perf_create(h, &attr, ktap_profile_overflow, p->events, room);
+	ret = ktap_perf_create(h, &attr, ktap_profile_overflow, h, p->events,
+			       room);
 	if (ret < 0) {
 		ktap_perf_release(p->events, room);
 		WRITE_ONCE(h->priv, NULL);
@@ -1521,6 +2087,29 @@ static __printf(3, 4) int ktap_log(char *log, size_t size, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/*
+ * A well-formed SYSTEM:EVENT pattern. Whether it matches anything is
+ * decided at START, when it is expanded: an event may come or go (a
+ * module) between LOAD and START.
+ */
+static int ktap_tp_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
+			 const char *spec, char *log, size_t log_size)
+{
+	const char *target = ktap_vm_str(vm, bp->target);
+	struct ktap_tp_pat pat;
+	int ret;
+
+	ret = ktap_tp_pat_parse(&pat, target);
+	if (ret == -EINVAL)
+		return ktap_log(log, log_size,
+				"probe '%s': expected a SYSTEM:EVENT pattern, not '%s'\n",
+				spec, target ?: "");
+	if (ret)
+		return ret;
+	kfree(pat.buf);
+	return 0;
+}
+
 /**
  * ktap_probe_check - can this probe be attached here?
  * @vm: the loaded program
@@ -1528,9 +2117,12 @@ static __printf(3, 4) int ktap_log(char *log, size_t size, const char *fmt, ...)
  * @log: where to say why not
  * @log_size: room at @log
  *
- * Called at LOAD, after the VM verified the image.
+ * Called at LOAD, after the VM verified the image. A tracepoint probe's
+ * pattern is only checked for form here; ktap_tp_attach() expands it at
+ * START.
  *
- * Return: 0, -EPERM (kernel lockdown) or -EINVAL, with a message in @log.
+ * Return: 0, -EPERM (kernel lockdown) or -EINVAL, with a message in @log;
+ * -ENOMEM.
  */
 int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 		     char *log, size_t log_size)
@@ -1539,10 +2131,7 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 
 	switch (bp->type) {
 	case KTAP_PROBE_TRACEPOINT:
-		if (!bp->nids || !ktap_vm_words(vm, bp->ids_start))
-			return ktap_log(log, log_size,
-					"probe '%s': no event ids\n", spec);
-		break;
+		return ktap_tp_check(vm, bp, spec, log, log_size);
 	case KTAP_PROBE_KPROBE:
 		if ((bp->flags & KTAP_PROBE_F_OVERRIDE) &&
 		    ((bp->flags & KTAP_PROBE_F_RETURN) || bp->arg))
