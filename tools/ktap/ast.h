@@ -86,6 +86,7 @@ struct kp_var {
 	int		reg;		/* gen.c: its register, -1 before */
 	uint8_t		captured;	/* read or written by a nested function */
 	uint8_t		is_event;	/* a handler's event argument `e` */
+	uint8_t		assigned;	/* the script stores into it */
 	struct kp_var	*next;		/* next name of the same declaration */
 };
 

@@ -186,12 +186,12 @@ static void check_arity(struct kp_checker *C, struct kp_node *call)
 		n++;
 	kp_builtin_arity(call->builtin, &min, &max);
 	/* "any number": the registers bound it (gen.c) */
-	if (n >= min && (n <= max || max == KTAP_MAX_ARGS))
+	if (n >= min && (n <= max || max == KP_ANY_ARGS))
 		return;
 	if (min == max)
 		snprintf(want, sizeof(want), "%d argument%s", min,
 			 min == 1 ? "" : "s");
-	else if (max == KTAP_MAX_ARGS)
+	else if (max == KP_ANY_ARGS)
 		snprintf(want, sizeof(want), "at least %d argument%s", min,
 			 min == 1 ? "" : "s");
 	else

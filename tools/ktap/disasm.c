@@ -6,8 +6,9 @@
  *	[pc] line OPNAME operands ; constants, globals, targets
  *
  * Operands print by kind (KTAP_OPK_*): rN register, kN constant, uN
- * upvalue, gN global, fN function, ->N jump target, builtin names,
- * probeN. The probe table follows the functions.
+ * upvalue, gN global, fN function, ->N jump target, builtin names
+ * (from the builtins section), probeN, fieldN (the fields section).
+ * The probe table, the builtins and the fields follow the functions.
  */
 #include <string.h>
 #include <linux/ktap.h>
@@ -24,13 +25,6 @@ static const struct {
 };
 #undef __KP_OPINFO
 
-#define __KP_BINAME(name, ...)					\
-	[KTAP_BI_##name] = #name,
-static const char *const biname[KTAP_BI__COUNT] = {
-	KTAP_BUILTINS(__KP_BINAME)
-};
-#undef __KP_BINAME
-
 static const char *const probe_type[KTAP_PROBE__COUNT] = {
 	"tracepoint", "kprobe", "uprobe", "timer", "profile", "end",
 };
@@ -43,6 +37,8 @@ struct dis {
 	const struct ktap_bc_const	*k;
 	const struct ktap_bc_proto	*p;
 	const char			*str;
+	const uint32_t			*builtins;
+	const struct ktap_bc_field	*fields;
 	const char *const		*globals;
 	uint32_t			nglobals;
 };
@@ -53,6 +49,15 @@ static const char *strat(struct dis *d, uint32_t off)
 	    !memchr(d->str + off, '\0', d->h->strtab.count - off))
 		return NULL;
 	return d->str + off;
+}
+
+/* Name of builtins-section entry @i, or "?". */
+static const char *biname(struct dis *d, int64_t i)
+{
+	const char *s = i >= 0 && i < d->h->builtins.count ?
+			strat(d, d->builtins[i]) : NULL;
+
+	return s ? s : "?";
 }
 
 static void put_quoted(FILE *out, const char *s, uint32_t len)
@@ -92,6 +97,19 @@ static void put_const(struct dis *d, uint32_t i)
 		put_quoted(d->out, d->str + c->val, c->len);
 	else
 		fputs("?", d->out);
+}
+
+/* A fields-section entry: "NAME of probeN". */
+static void put_field(struct dis *d, int64_t i)
+{
+	const char *s = i >= 0 && i < d->h->fields.count ?
+			strat(d, d->fields[i].name) : NULL;
+
+	if (!s) {
+		fputs("?", d->out);
+		return;
+	}
+	fprintf(d->out, "%s of probe%u", s, d->fields[i].probe);
 }
 
 static int check(struct dis *d, const struct ktap_bc_section *s, size_t elem)
@@ -154,7 +172,7 @@ static void disasm_proto(struct dis *d, uint32_t pi)
 			case KTAP_OPK_NONE:
 				continue;
 			case KTAP_OPK_REG:
-			case KTAP_OPK_REG4:
+			case KTAP_OPK_REG3:
 				n = snprintf(o, room, " r%lld", (long long)v[k]);
 				break;
 			case KTAP_OPK_K:
@@ -176,11 +194,13 @@ static void disasm_proto(struct dis *d, uint32_t pi)
 					     (long long)(pc + 1 + v[k]));
 				break;
 			case KTAP_OPK_BUILTIN:
-				n = snprintf(o, room, " %s", v[k] < KTAP_BI__COUNT ?
-					     biname[v[k]] : "?");
+				n = snprintf(o, room, " %s", biname(d, v[k]));
 				break;
 			case KTAP_OPK_PROBE:
 				n = snprintf(o, room, " probe%lld", (long long)v[k]);
+				break;
+			case KTAP_OPK_FIELD:
+				n = snprintf(o, room, " field%lld", (long long)v[k]);
 				break;
 			default:
 				n = snprintf(o, room, " %lld", (long long)v[k]);
@@ -194,7 +214,7 @@ static void disasm_proto(struct dis *d, uint32_t pi)
 
 			if (kind != KTAP_OPK_K && kind != KTAP_OPK_KINT &&
 			    kind != KTAP_OPK_KSTR && kind != KTAP_OPK_GLOBAL &&
-			    kind != KTAP_OPK_PROBE)
+			    kind != KTAP_OPK_PROBE && kind != KTAP_OPK_FIELD)
 				continue;
 			if (kind == KTAP_OPK_GLOBAL &&
 			    (!d->globals || v[k] >= d->nglobals))
@@ -202,6 +222,8 @@ static void disasm_proto(struct dis *d, uint32_t pi)
 			fputs(ncom++ ? ", " : " ; ", d->out);
 			if (kind == KTAP_OPK_GLOBAL) {
 				fputs(d->globals[v[k]], d->out);
+			} else if (kind == KTAP_OPK_FIELD) {
+				put_field(d, v[k]);
 			} else if (kind == KTAP_OPK_PROBE) {
 				const struct ktap_bc_probe *pr =
 					(const void *)(d->img + d->h->probes.off);
@@ -217,14 +239,33 @@ static void disasm_proto(struct dis *d, uint32_t pi)
 	}
 }
 
+/* The builtins and fields sections, after the probes. */
+static void disasm_names(struct dis *d)
+{
+	uint32_t i;
+
+	if (d->h->builtins.count) {
+		fputs("\nbuiltins:", d->out);
+		for (i = 0; i < d->h->builtins.count; i++)
+			fprintf(d->out, " %u=%s", i, biname(d, i));
+		fputc('\n', d->out);
+	}
+	if (d->h->fields.count)
+		fputc('\n', d->out);
+	for (i = 0; i < d->h->fields.count; i++) {
+		fprintf(d->out, "field %u: ", i);
+		put_field(d, i);
+		fputc('\n', d->out);
+	}
+}
+
 int kp_disasm(FILE *out, const void *image, uint32_t len,
 	      const char *const *globals, uint32_t nglobals)
 {
 	struct dis d = { .out = out, .img = image, .len = len,
 			 .globals = globals, .nglobals = nglobals };
 	const struct ktap_bc_probe *pr;
-	const uint32_t *words;
-	uint32_t i, j;
+	uint32_t i;
 
 	d.h = image;
 	if (len < sizeof(*d.h) || d.h->magic != KTAP_BC_MAGIC ||
@@ -233,13 +274,16 @@ int kp_disasm(FILE *out, const void *image, uint32_t len,
 	    !check(&d, &d.h->strtab, 1) || !check(&d, &d.h->code, 4) ||
 	    !check(&d, &d.h->lines, 4) || !check(&d, &d.h->upvals, 2) ||
 	    !check(&d, &d.h->probes, sizeof(*pr)) ||
-	    !check(&d, &d.h->words, 4)) {
+	    !check(&d, &d.h->builtins, 4) ||
+	    !check(&d, &d.h->fields, sizeof(*d.fields))) {
 		fputs("ktap: not a valid bytecode image\n", stderr);
 		return 1;
 	}
 	d.p = (const void *)(d.img + d.h->protos.off);
 	d.k = (const void *)(d.img + d.h->consts.off);
 	d.str = d.img + d.h->strtab.off;
+	d.builtins = (const void *)(d.img + d.h->builtins.off);
+	d.fields = (const void *)(d.img + d.h->fields.off);
 	fprintf(out, "; %s: ktap bytecode ABI %u, %u bytes, %u functions, "
 		"%u constants, %u globals, %u probes\n",
 		strat(&d, d.h->chunkname) ? strat(&d, d.h->chunkname) : "?",
@@ -248,7 +292,6 @@ int kp_disasm(FILE *out, const void *image, uint32_t len,
 	for (i = 0; i < d.h->protos.count; i++)
 		disasm_proto(&d, i);
 	pr = (const void *)(d.img + d.h->probes.off);
-	words = (const void *)(d.img + d.h->words.off);
 	if (d.h->probes.count)
 		fputc('\n', out);
 	for (i = 0; i < d.h->probes.count; i++) {
@@ -269,15 +312,8 @@ int kp_disasm(FILE *out, const void *image, uint32_t len,
 		else if (pr[i].arg)
 			fprintf(out, " offset 0x%llx",
 				(unsigned long long)pr[i].arg);
-		if (pr[i].nids &&
-		    (uint64_t)pr[i].ids_start + pr[i].nids <= d.h->words.count) {
-			fprintf(out, " ids %u:", pr[i].nids);
-			for (j = 0; j < pr[i].nids && j < 16; j++)
-				fprintf(out, " %u", words[pr[i].ids_start + j]);
-			if (j < pr[i].nids)
-				fputs(" ...", out);
-		}
 		fputc('\n', out);
 	}
+	disasm_names(&d);
 	return 0;
 }

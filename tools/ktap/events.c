@@ -112,21 +112,6 @@ static int list_dirs(struct kp_arena *a, const char *dir, const char *glob,
 	return 0;
 }
 
-static int read_small(const char *path, char *buf, size_t n)
-{
-	ssize_t r;
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0)
-		return -1;
-	r = read(fd, buf, n - 1);
-	close(fd);
-	if (r < 0)
-		return -1;
-	buf[r] = '\0';
-	return (int)r;
-}
-
 /* Read a whole (text) file into the arena; NULL if unreadable. */
 static char *read_file(struct kp_arena *a, const char *path, size_t max)
 {
@@ -206,16 +191,51 @@ static void read_fields(struct kp_state *S, struct kp_evinfo *ev,
 	}
 }
 
+/*
+ * The fields of tracepoint probe @probe: its events' format fields
+ * @real (when few enough events to read them all), plus the synthetic
+ * ones the VM answers by name. Only @real are recorded per probe, for
+ * EVFIELD (gen.c), since only those does the kernel resolve at attach.
+ */
+static void tp_fields(struct kp_state *S, struct kp_evinfo *ev,
+		      const struct kp_evinfo *real, uint32_t nevents,
+		      uint32_t probe)
+{
+	static const char *const synth[] = {
+		"name", "sc_nr", "sc_is_enter", "sc_arg1", "sc_arg2",
+		"sc_arg3", "sc_arg4", "sc_arg5", "sc_arg6", "retval",
+	};
+	struct kp_evpart *part;
+	uint32_t i;
+
+	if (nevents > KP_MAX_EVENTS_FIELDS || !real->nfields) {
+		ev->fields = NULL;	/* too many to check: the kernel will */
+		ev->nfields = 0;
+		return;
+	}
+	for (i = 0; i < real->nfields; i++)
+		add_field(S, ev, real->fields[i], strlen(real->fields[i]));
+	for (i = 0; i < (ev->syscalls ? 10 : 1); i++)
+		add_field(S, ev, synth[i], strlen(synth[i]));
+	kp_grow(&S->arena, (void **)&ev->parts, &ev->partcap, ev->nparts + 1,
+		sizeof(*ev->parts));
+	part = &ev->parts[ev->nparts++];
+	part->probe = probe;
+	part->fields = real->fields;
+	part->nfields = real->nfields;
+}
+
 static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 			   const char *pat, uint32_t line, uint32_t col,
 			   uint32_t *first, struct kp_evinfo *ev)
 {
 	struct kp_names systems = { 0 }, allsys = { 0 };
 	const char *root = kp_tracefs(S);
-	char sysglob[256], evglob[256], dir[1024], path[1200], buf[64];
+	char sysglob[256], evglob[256], dir[1024], path[1200];
 	char sug[600];
 	const char *colon = strchr(pat, ':'), *c;
-	uint32_t *ids = NULL, nids = 0, idcap = 0, i, j;
+	uint32_t nevents = 0, i, j;
+	struct kp_evinfo real = { 0 };
 	struct ktap_bc_probe p;
 
 	if (colon) {
@@ -284,53 +304,32 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 		if (!strcmp(systems.v[i], "syscalls") && evs.n)
 			ev->syscalls = 1;
 		for (j = 0; j < evs.n; j++) {
-			long long id;
-			char *end;
-
-			snprintf(path, sizeof(path), "%s/%s/id", dir, evs.v[j]);
-			if (read_small(path, buf, sizeof(buf)) <= 0)
-				continue;
-			id = strtoll(buf, &end, 10);
-			if (end == buf || id < 0 || id > UINT32_MAX)
-				continue;
-			kp_grow(&S->arena, (void **)&ids, &idcap, nids + 1, 4);
-			ids[nids++] = (uint32_t)id;
+			nevents++;
 			if (!ev->first) {
 				snprintf(path, sizeof(path), "%s:%s",
 					 systems.v[i], evs.v[j]);
 				ev->first = kp_strndup(&S->arena, path,
 						       strlen(path));
 			}
-			if (nids <= KP_MAX_EVENTS_FIELDS) {
+			if (nevents <= KP_MAX_EVENTS_FIELDS) {
 				snprintf(path, sizeof(path), "%s/%s", dir,
 					 evs.v[j]);
-				read_fields(S, ev, path);
+				read_fields(S, &real, path);
 			}
 		}
 	}
-	if (!nids) {
+	if (!nevents) {
 		kp_error(S, line, col, KP_E_NO_MATCH, pat);
 		return 0;
-	}
-	if (nids > KP_MAX_EVENTS_FIELDS || !ev->nfields) {
-		ev->fields = NULL;	/* too many to check: the kernel will */
-		ev->nfields = 0;
-	} else {
-		static const char *const synth[] = {
-			"name", "sc_nr", "sc_is_enter", "sc_arg1", "sc_arg2",
-			"sc_arg3", "sc_arg4", "sc_arg5", "sc_arg6", "retval",
-		};
-
-		for (i = 0; i < (ev->syscalls ? 10 : 1); i++)
-			add_field(S, ev, synth[i], strlen(synth[i]));
 	}
 	memset(&p, 0, sizeof(p));
 	p.type = KTAP_PROBE_TRACEPOINT;
 	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = KTAP_BC_NO_STR;
-	p.ids_start = kp_words_add(S, ids, nids);
-	p.nids = nids;
+	/* the kernel expands the pattern itself, as split here */
+	snprintf(path, sizeof(path), "%s:%s", sysglob, evglob);
+	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
 	*first = kp_probe_add(S, &p);
+	tp_fields(S, ev, &real, nevents, *first);
 	return 1;
 }
 
@@ -884,6 +883,11 @@ static uint32_t resolve_list(struct kp_state *S, const char *spec,
 		for (i = 0; i < part.nfields; i++)
 			add_field(S, ev, part.fields[i],
 				  strlen(part.fields[i]));
+		for (i = 0; i < part.nparts; i++) {
+			kp_grow(&S->arena, (void **)&ev->parts, &ev->partcap,
+				ev->nparts + 1, sizeof(*ev->parts));
+			ev->parts[ev->nparts++] = part.parts[i];
+		}
 		if (!end)
 			break;
 		p = end + 1;
@@ -891,6 +895,7 @@ static uint32_t resolve_list(struct kp_state *S, const char *spec,
 	if (unknown) {
 		ev->fields = NULL;
 		ev->nfields = 0;
+		ev->nparts = 0;
 	}
 	return total;
 }

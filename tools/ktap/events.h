@@ -3,7 +3,8 @@
  * ktap probe-spec resolution (events.c): turns the event definition of
  * `trace EVENTDEF`, the spec strings of kdebug.probe() and the period
  * probes into entries of the image's probe table. Tracepoint wildcards
- * become event ids read from tracefs (events/SYSTEM/EVENT/id), kprobe
+ * are checked against tracefs (events/SYSTEM/EVENT) and left to the
+ * kernel to expand as a SYSTEM:EVENT target, kprobe
  * wildcards are expanded against available_filter_functions, uprobe
  * symbols are looked up in the binary's ELF symbol tables. The tracefs
  * root is $KTAP_TRACEFS, else /sys/kernel/tracing.
@@ -13,6 +14,13 @@
 
 #include "kp.h"
 
+/* The real format fields of one tracepoint probe entry's events. */
+struct kp_evpart {
+	uint32_t	probe;		/* probe table index */
+	const char	**fields;
+	uint32_t	nfields;
+};
+
 /* What the resolver learned about the matched events. */
 struct kp_evinfo {
 	int		tracepoint;	/* all entries are tracepoints */
@@ -20,6 +28,9 @@ struct kp_evinfo {
 	const char	**fields;	/* union of their fields, or NULL */
 	uint32_t	nfields, fieldcap;
 	const char	*first;		/* first matched event, SYS:EVENT */
+	/* per tracepoint probe entry, in probe order, when all are known */
+	struct kp_evpart *parts;
+	uint32_t	nparts, partcap;
 };
 
 enum kp_spec_form {

@@ -11,10 +11,11 @@
  *
  * Expressions are compiled either into a register the caller chose
  * (to_reg) or into whatever register already holds the value (any_reg:
- * a variable is read in place). Conditions never materialise a
- * boolean: cond_jump() emits tests that jump to a label when the
- * condition has the wanted truth, so `and`, `or` and `not` cost only
- * jumps.
+ * a variable is read in place). A condition is a comparison into a
+ * temporary (or the value itself) and a JMPT/JMPF on it: cond_jump()
+ * jumps to a label when the condition has the wanted truth, so `and`,
+ * `or` and `not` cost only jumps. No instruction skips another: every
+ * branch names its target.
  *
  * Labels. A forward jump is recorded in its label's list and patched
  * when the label is placed; a backward jump is emitted complete.
@@ -22,6 +23,7 @@
 #include <string.h>
 #include "ast.h"
 #include "image.h"
+#include "events.h"
 
 #define MAX_CODE	(KTAP_MAX_IMAGE / 8)
 
@@ -115,7 +117,7 @@ static void patch(struct kp_gen *G, uint32_t pc, int target)
 	*i = (*i & 0xffff) | ((uint32_t)off & 0xffff) << 16;
 }
 
-/* Emit @op (JMP, FORPREP, FORLOOP, ITERNEXT) with A = @a toward @l. */
+/* Emit @op (JMP, JMPT, JMPF, ITERNEXT) with A = @a toward @l. */
 static void jump_op(struct kp_gen *G, int op, int a, struct kp_label *l)
 {
 	uint32_t pc = (uint32_t)emit_abx(G, op, a, 0);
@@ -268,6 +270,56 @@ static void ansi_concat(struct kp_gen *G, struct kp_node *n, int r)
 	}
 }
 
+/* CALLB of the kernel builtin @name: R(base) := name(R(base+1..+nargs)) */
+static void callb(struct kp_gen *G, const char *name, int base, int nargs)
+{
+	emit_abc(G, KTAP_OP_CALLB, base, nargs, kp_builtin_ref(G->S, name));
+}
+
+/* R(r) := R(r) / @div, a constant. */
+static void div_const(struct kp_gen *G, int r, int64_t div)
+{
+	int k = kp_const_int(G->S, div), mark = G->top, t;
+
+	if (k <= 255) {
+		emit_abc(G, KTAP_OP_DIVK, r, r, k);
+		return;
+	}
+	t = take(G, 1);
+	load_int(G, t, div);
+	emit_abc(G, KTAP_OP_DIV, r, r, t);
+	G->top = mark;
+}
+
+/*
+ * Builtin @id with its @nargs arguments in R(base+1)..: the kernel's
+ * own by name, or a ktap 0.1 name lowered as kp_builtins[] says.
+ */
+static void call_builtin(struct kp_gen *G, int id, int base, int nargs)
+{
+	const struct kp_builtin *b = kp_builtin_get(id);
+
+	switch (b->how) {
+	case KP_BI_CALL:
+		callb(G, b->name, base, nargs);
+		break;
+	case KP_BI_ALIAS:
+		callb(G, b->kname, base, nargs);
+		break;
+	case KP_BI_DIVK:
+		callb(G, b->kname, base, nargs);
+		div_const(G, base, b->div);
+		break;
+	default:
+		/* inplace_inc(t, k[, n]): one atomic update; no value */
+		if (nargs < 3)
+			load_int(G, take(G, 1), 1);
+		emit_abc(G, KTAP_OP_INCTABLE, base + 1, base + 2, base + 3);
+		emit_abc(G, KTAP_OP_LOADNIL, base, 0, 0);
+		break;
+	}
+}
+
 /* A call; the result lands in @r, or nowhere when @r < 0. */
 static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 {
@@ -280,7 +332,7 @@ static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 		}
 		base = take(G, 2);
 		ansi_concat(G, n, base + 1);
-		emit_abc(G, KTAP_OP_CALLB, base, 1, KTAP_BI_printf);
+		callb(G, "printf", base, 1);
 		G->top = mark;
 		return;
 	}
@@ -293,7 +345,7 @@ static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 		base = take(G, 2);
 		emit_abx(G, KTAP_OP_LOADK, base + 1,
 			 const_str(G, n->ansi, n->ansi_len));
-		emit_abc(G, KTAP_OP_CALLB, base, 1, KTAP_BI_printf);
+		callb(G, "printf", base, 1);
 		G->top = mark;
 		return;
 	}
@@ -308,7 +360,7 @@ static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 	} else if (n->builtin >= 0) {
 		nargs = args_to_regs(G, n->list);
 		at(G, n);
-		emit_abc(G, KTAP_OP_CALLB, base, nargs, n->builtin);
+		call_builtin(G, n->builtin, base, nargs);
 	} else {
 		to_reg(G, n->a, base);
 		nargs = args_to_regs(G, n->list);
@@ -318,6 +370,48 @@ static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 	if (r >= 0 && r != base)
 		emit_abc(G, KTAP_OP_MOVE, r, base, 0);
 	G->top = mark;
+}
+
+/*
+ * The probe entry of this handler whose own events have format field
+ * @name, or -1: the kernel resolves an EVFIELD's name against that
+ * probe's tracepoints at attach and fails the attach if none has it.
+ */
+static int field_probe(const struct kp_evinfo *ev, const char *name)
+{
+	uint32_t i, j;
+
+	if (!ev || !ev->fields || !ev->tracepoint ||
+	    !strncmp(name, "common_", 7))
+		return -1;
+	for (i = 0; i < ev->nparts; i++)
+		for (j = 0; j < ev->parts[i].nfields; j++)
+			if (!strcmp(ev->parts[i].fields[j], name))
+				return (int)ev->parts[i].probe;
+	return -1;
+}
+
+/*
+ * R(r) := field @name of the event, by EVFIELD when @e is this trace
+ * handler's own event argument, never assigned, and the field is one
+ * the kernel can resolve at attach; 0 when the caller must read it by
+ * name instead.
+ */
+static int ev_field(struct kp_gen *G, int r, const struct kp_var *e,
+		    const struct kp_str *name)
+{
+	const struct kp_probe *p = G->fn->probe;
+	int probe, idx;
+
+	if (!e->is_event || e->assigned || e->fn != G->fn || !p ||
+	    p->kind != KP_PROBE_TRACE || strlen(name->s) != name->len)
+		return 0;
+	probe = field_probe(p->ev, name->s);
+	if (probe < 0)
+		return 0;
+	idx = kp_field_ref(G->S, (uint32_t)probe, name->s);
+	emit_abx(G, KTAP_OP_EVFIELD, r, idx);
+	return 1;
 }
 
 static void gen_name(struct kp_gen *G, struct kp_node *n, int r)
@@ -336,17 +430,18 @@ static void gen_name(struct kp_gen *G, struct kp_node *n, int r)
 		emit_abx(G, KTAP_OP_GETGLOBAL, r, n->sym.global);
 		break;
 	case KP_SYM_BUILTIN:
-		emit_abc(G, KTAP_OP_CALLB, r, 0, n->sym.builtin);
+		call_builtin(G, n->sym.builtin, r, 0);
 		break;
 	case KP_SYM_ARGN:
 		base = call_base(G, r);
 		load_int(G, take(G, 1), n->sym.argn);
-		emit_abc(G, KTAP_OP_CALLB, base, 1, KTAP_BI_argn);
+		callb(G, "argn", base, 1);
 		if (base != r)
 			emit_abc(G, KTAP_OP_MOVE, r, base, 0);
 		break;
 	case KP_SYM_FIELD:
-		get_field(G, r, n->sym.event->reg, &n->sym.field);
+		if (!ev_field(G, r, n->sym.event, &n->sym.field))
+			get_field(G, r, n->sym.event->reg, &n->sym.field);
 		break;
 	default:
 		emit_abc(G, KTAP_OP_LOADNIL, r, 0, 0);
@@ -394,19 +489,19 @@ static int is_condition(const struct kp_node *n)
 	       n->op <= KP_OP_GE;
 }
 
+static void compare_to(struct kp_gen *G, struct kp_node *n, int r);
+
 /* R(r) := true or false, the truth of condition @n. */
 static void bool_from_cond(struct kp_gen *G, struct kp_node *n, int r)
 {
-	struct kp_label f, end;
-
-	label_init(&f);
-	label_init(&end);
-	cond_jump(G, n, 0, &f);
-	emit_abc(G, KTAP_OP_LOADBOOL, r, 1, 0);
-	jump(G, &end);
-	place(G, &f);
-	emit_abc(G, KTAP_OP_LOADBOOL, r, 0, 0);
-	place(G, &end);
+	if (n->kind == KP_N_UNOP) {
+		bool_from_cond(G, n->a, r);
+		emit_abc(G, KTAP_OP_NOT, r, r, 0);
+		return;
+	}
+	compare_to(G, n, r);
+	if (n->op == KP_OP_NE)
+		emit_abc(G, KTAP_OP_NOT, r, r, 0);
 }
 
 static void gen_binop(struct kp_gen *G, struct kp_node *n, int r)
@@ -420,8 +515,9 @@ static void gen_binop(struct kp_gen *G, struct kp_node *n, int r)
 		label_init(&l);
 		to_reg(G, n->a, r);
 		at(G, n);
-		emit_abc(G, KTAP_OP_TEST, r, 0, n->op == KP_OP_OR);
-		jump(G, &l);
+		/* the left value stands when it decides the result */
+		jump_op(G, n->op == KP_OP_OR ? KTAP_OP_JMPT : KTAP_OP_JMPF, r,
+			&l);
 		to_reg(G, n->b, r);
 		place(G, &l);
 		return;
@@ -521,6 +617,9 @@ static void to_reg(struct kp_gen *G, struct kp_node *n, int r)
 			emit_abc(G, KTAP_OP_GETTABLE, r, t, any_reg(G, n->b));
 		break;
 	case KP_N_FIELD:
+		if (n->a->kind == KP_N_NAME && n->a->sym.kind == KP_SYM_LOCAL &&
+		    ev_field(G, r, n->a->sym.var, &n->str))
+			break;
 		t = any_reg(G, n->a);
 		at(G, n);
 		get_field(G, r, t, &n->str);
@@ -563,28 +662,39 @@ static const struct {
 	[KP_OP_GT] = { KTAP_OP_LT, 1, 0 }, [KP_OP_GE] = { KTAP_OP_LE, 1, 0 },
 };
 
-/* Jump to @l when the comparison @n is @truth. */
-static void compare_jump(struct kp_gen *G, struct kp_node *n, int truth,
-			 struct kp_label *l)
+/* A constant-table index for an EQK operand @n, or -1. */
+static int eq_const(struct kp_gen *G, const struct kp_node *n)
 {
-	int want = kp_compare[n->op].negate ? !truth : truth;
+	int k;
+
+	if (n->kind == KP_N_INT)
+		k = kp_const_int(G->S, n->ival);
+	else if (n->kind == KP_N_STR)
+		k = const_str(G, n->str.s, n->str.len);
+	else
+		return -1;
+	return k <= 255 ? k : -1;
+}
+
+/*
+ * R(r) := the comparison @n without its negation: NE leaves R(r) as
+ * EQ would, for the caller to invert.
+ */
+static void compare_to(struct kp_gen *G, struct kp_node *n, int r)
+{
 	struct kp_node *x = n->a, *y = n->b;
 	int mark = G->top, rb, rc, k = -1;
 
 	if (n->op == KP_OP_EQ || n->op == KP_OP_NE) {
-		if (y->kind == KP_N_INT || y->kind == KP_N_STR) {
-			k = y->kind == KP_N_INT ? kp_const_int(G->S, y->ival) :
-			    const_str(G, y->str.s, y->str.len);
-		} else if (x->kind == KP_N_INT || x->kind == KP_N_STR) {
-			k = x->kind == KP_N_INT ? kp_const_int(G->S, x->ival) :
-			    const_str(G, x->str.s, x->str.len);
+		k = eq_const(G, y);
+		if (k < 0) {
+			k = eq_const(G, x);
 			x = y;
 		}
-		if (k >= 0 && k <= 255) {
+		if (k >= 0) {
 			rb = any_reg(G, x);
 			at(G, n);
-			emit_abc(G, KTAP_OP_EQK, want, rb, k);
-			jump(G, l);
+			emit_abc(G, KTAP_OP_EQK, r, rb, k);
 			G->top = mark;
 			return;
 		}
@@ -594,10 +704,21 @@ static void compare_jump(struct kp_gen *G, struct kp_node *n, int truth,
 	rc = any_reg(G, y);
 	at(G, n);
 	if (kp_compare[n->op].swap)
-		emit_abc(G, kp_compare[n->op].op, want, rc, rb);
+		emit_abc(G, kp_compare[n->op].op, r, rc, rb);
 	else
-		emit_abc(G, kp_compare[n->op].op, want, rb, rc);
-	jump(G, l);
+		emit_abc(G, kp_compare[n->op].op, r, rb, rc);
+	G->top = mark;
+}
+
+/* Jump to @l when the comparison @n is @truth. */
+static void compare_jump(struct kp_gen *G, struct kp_node *n, int truth,
+			 struct kp_label *l)
+{
+	int want = kp_compare[n->op].negate ? !truth : truth;
+	int mark = G->top, t = take(G, 1);
+
+	compare_to(G, n, t);
+	jump_op(G, want ? KTAP_OP_JMPT : KTAP_OP_JMPF, t, l);
 	G->top = mark;
 }
 
@@ -654,8 +775,7 @@ static void cond_jump(struct kp_gen *G, struct kp_node *n, int truth,
 	}
 	r = any_reg(G, n);
 	at(G, n);
-	emit_abc(G, KTAP_OP_TEST, r, 0, truth);
-	jump(G, l);
+	jump_op(G, truth ? KTAP_OP_JMPT : KTAP_OP_JMPF, r, l);
 	G->top = mark;
 }
 
@@ -876,29 +996,117 @@ static void gen_block(struct kp_gen *G, struct kp_node *blk);
 static void gen_stmt(struct kp_gen *G, struct kp_node *n);
 
 /*
- * What numeric and generic for loops share, their state and variables
- * in R(base)..R(base+3): @enter_op jumps to the test at the bottom,
- * where @test_op (FORLOOP, ITERNEXT) jumps back to @body while the
- * loop goes on; `break` leaves past it.
+ * for k, v in it: the iterator and the variables in R(base)..R(base+2);
+ * a JMP to ITERNEXT at the bottom, which jumps back to the body while
+ * there is a next pair; `break` leaves past it.
  */
-static void gen_loop(struct kp_gen *G, struct kp_node *n,
-		     struct kp_node *body, int base, int enter_op, int test_op)
+static void gen_forin(struct kp_gen *G, struct kp_node *n, int base)
 {
 	struct kp_label top, test, exit, *saved = G->brk;
 
 	label_init(&top);
 	label_init(&test);
 	label_init(&exit);
-	G->vtop = base + 4;
+	G->vtop = base + 3;
 	at(G, n);
-	jump_op(G, enter_op, enter_op == KTAP_OP_JMP ? 0 : base, &test);
+	jump(G, &test);
 	place(G, &top);
 	G->brk = &exit;
-	gen_stmt(G, body);
+	gen_stmt(G, n->b);
 	G->brk = saved;
 	place(G, &test);
 	at(G, n);
-	jump_op(G, test_op, base, &top);
+	jump_op(G, KTAP_OP_ITERNEXT, base, &top);
+	place(G, &exit);
+}
+
+/* The step of a numeric for: 1 when absent, the constant, or 0 (not known). */
+static int64_t for_step(const struct kp_node *n)
+{
+	if (!n->c)
+		return 1;
+	return n->c->kind == KP_N_INT ? n->c->ival : 0;
+}
+
+/*
+ * JMPF to @exit unless index R(base) has not passed limit R(base+1):
+ * LE index,limit for a positive step, LE limit,index for a negative
+ * one; with a step not known until run time, R(base+3) (step < 0)
+ * chooses.
+ */
+static void for_test(struct kp_gen *G, int base, int64_t step, int t,
+		     struct kp_label *exit)
+{
+	struct kp_label neg, test;
+
+	if (step) {
+		emit_abc(G, KTAP_OP_LE, t, step > 0 ? base : base + 1,
+			 step > 0 ? base + 1 : base);
+		jump_op(G, KTAP_OP_JMPF, t, exit);
+		return;
+	}
+	label_init(&neg);
+	label_init(&test);
+	jump_op(G, KTAP_OP_JMPT, base + 3, &neg);
+	emit_abc(G, KTAP_OP_LE, t, base, base + 1);
+	jump(G, &test);
+	place(G, &neg);
+	emit_abc(G, KTAP_OP_LE, t, base + 1, base);
+	place(G, &test);
+	jump_op(G, KTAP_OP_JMPF, t, exit);
+}
+
+/*
+ * for i = a, b[, s]: hidden index and limit in R(base), R(base+1), a
+ * step that is not a small constant in R(base+2), and for a step known
+ * only at run time its sign in R(base+3); the visible i, a copy of the index made at the top of
+ * each iteration, so the body may change it without changing the loop.
+ */
+static void gen_fornum(struct kp_gen *G, struct kp_node *n)
+{
+	struct kp_label top, exit, *saved = G->brk;
+	int64_t step = for_step(n);
+	int base, k, var, t;
+
+	label_init(&top);
+	label_init(&exit);
+	/* each at the top, so a call lands in place */
+	base = take(G, 1);
+	to_reg(G, n->a, base);
+	to_reg(G, n->b, take(G, 1));
+	/* a small constant step is added by ADDK; any other is in R(base+2) */
+	k = step ? kp_const_int(G->S, step) : -1;
+	if (k > 255)
+		k = -1;
+	if (k < 0 && n->c)
+		to_reg(G, n->c, take(G, 1));
+	else if (k < 0)
+		load_int(G, take(G, 1), step);
+	if (!step) {
+		take(G, 1);
+		t = take(G, 1);
+		load_int(G, t, 0);
+		emit_abc(G, KTAP_OP_LT, base + 3, base + 2, t);
+		G->top = base + 4;
+	}
+	var = take(G, 1);
+	declare(G, n->vars, var);
+	G->vtop = var + 1;
+	at(G, n);
+	place(G, &top);
+	t = take(G, 1);
+	for_test(G, base, step, t, &exit);
+	G->top = G->vtop;
+	emit_abc(G, KTAP_OP_MOVE, var, base, 0);
+	G->brk = &exit;
+	gen_stmt(G, n->list);
+	G->brk = saved;
+	at(G, n);
+	if (k >= 0)
+		emit_abc(G, KTAP_OP_ADDK, base, base, k);
+	else
+		emit_abc(G, KTAP_OP_ADD, base, base, base + 2);
+	jump(G, &top);
 	place(G, &exit);
 }
 
@@ -974,16 +1182,7 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 		uint32_t mark = G->nvars;
 		int vtop = G->vtop;
 
-		/* each at the top, so a call lands in place */
-		base = take(G, 1);
-		to_reg(G, n->a, base);
-		to_reg(G, n->b, take(G, 1));
-		if (n->c)
-			to_reg(G, n->c, take(G, 1));
-		else
-			load_int(G, take(G, 1), 1);
-		declare(G, n->vars, take(G, 1));
-		gen_loop(G, n, n->list, base, KTAP_OP_FORPREP, KTAP_OP_FORLOOP);
+		gen_fornum(G, n);
 		leave(G, mark, vtop);
 		break;
 	}
@@ -993,11 +1192,11 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 
 		base = take(G, 1);
 		to_reg(G, n->a, base);
-		take(G, 3);
+		take(G, 2);
 		declare(G, n->vars, base + 1);
 		if (n->vars->next)
 			declare(G, n->vars->next, base + 2);
-		gen_loop(G, n, n->b, base, KTAP_OP_JMP, KTAP_OP_ITERNEXT);
+		gen_forin(G, n, base);
 		leave(G, mark, vtop);
 		break;
 	}

@@ -199,18 +199,37 @@ uint32_t kp_probe_add(struct kp_state *S, const struct ktap_bc_probe *p)
 	return I->nprobes++;
 }
 
-uint32_t kp_words_add(struct kp_state *S, const uint32_t *w, uint32_t n)
+int kp_builtin_ref(struct kp_state *S, const char *name)
 {
 	struct kp_image *I = S->img;
-	uint32_t start = I->nwords;
+	uint32_t off = kp_strtab(S, name, (uint32_t)strlen(name)), i;
 
-	if (n > KTAP_MAX_IMAGE / 4 || I->nwords + n > KTAP_MAX_IMAGE / 4)
-		kp_fatal(S, S->line, S->col, KP_E_IMAGE_SIZE, KTAP_MAX_IMAGE);
-	kp_grow(&S->arena, (void **)&I->words, &I->wordcap, I->nwords + n,
-		sizeof(*I->words));
-	memcpy(I->words + start, w, (size_t)n * 4);
-	I->nwords += n;
-	return start;
+	for (i = 0; i < I->nbuiltins; i++)
+		if (I->builtins[i] == off)
+			return (int)i;
+	if (I->nbuiltins >= KTAP_MAX_BUILTINS)
+		kp_fatal(S, S->line, S->col, KP_E_BUILTINS, KTAP_MAX_BUILTINS);
+	kp_grow(&S->arena, (void **)&I->builtins, &I->builtincap,
+		I->nbuiltins + 1, sizeof(*I->builtins));
+	I->builtins[I->nbuiltins] = off;
+	return (int)I->nbuiltins++;
+}
+
+int kp_field_ref(struct kp_state *S, uint32_t probe, const char *name)
+{
+	struct kp_image *I = S->img;
+	uint32_t off = kp_strtab(S, name, (uint32_t)strlen(name)), i;
+
+	for (i = 0; i < I->nfields; i++)
+		if (I->fields[i].probe == probe && I->fields[i].name == off)
+			return (int)i;
+	if (I->nfields >= KTAP_MAX_FIELDS)
+		kp_fatal(S, S->line, S->col, KP_E_FIELDS, KTAP_MAX_FIELDS);
+	kp_grow(&S->arena, (void **)&I->fields, &I->fieldcap, I->nfields + 1,
+		sizeof(*I->fields));
+	I->fields[I->nfields].probe = probe;
+	I->fields[I->nfields].name = off;
+	return (int)I->nfields++;
 }
 
 struct kp_proto *kp_proto_new(struct kp_state *S, uint32_t *idx)
@@ -271,7 +290,8 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	h.strtab.count = I->strlen;
 	off = align_up((uint32_t)(off + I->strlen), 8);
 	if (off + ncode * 8 + nupv * 2 + (uint64_t)I->nprobes * 40 +
-	    (uint64_t)I->nwords * 4 + 64 > KTAP_MAX_IMAGE) {
+	    (uint64_t)I->nbuiltins * 4 + (uint64_t)I->nfields * 8 + 64 >
+	    KTAP_MAX_IMAGE) {
 		kp_error(S, 0, 0, KP_E_IMAGE_SIZE, KTAP_MAX_IMAGE);
 		kp_flush_errors(S);
 		return NULL;
@@ -288,9 +308,12 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	h.probes.off = (uint32_t)off;
 	h.probes.count = I->nprobes;
 	off += (uint64_t)I->nprobes * sizeof(struct ktap_bc_probe);
-	h.words.off = (uint32_t)off;
-	h.words.count = I->nwords;
-	off += (uint64_t)I->nwords * 4;
+	h.builtins.off = (uint32_t)off;
+	h.builtins.count = I->nbuiltins;
+	off += (uint64_t)I->nbuiltins * 4;
+	h.fields.off = (uint32_t)off;
+	h.fields.count = I->nfields;
+	off += (uint64_t)I->nfields * sizeof(struct ktap_bc_field);
 	h.total_size = (uint32_t)off;
 	/* empty sections point at the header end, which is always valid */
 	if (!I->nconsts)
@@ -303,8 +326,10 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 		h.upvals.off = 0;
 	if (!I->nprobes)
 		h.probes.off = 0;
-	if (!I->nwords)
-		h.words.off = 0;
+	if (!I->nbuiltins)
+		h.builtins.off = 0;
+	if (!I->nfields)
+		h.fields.off = 0;
 	if (!I->strlen)
 		h.strtab.off = 0;
 
@@ -345,8 +370,11 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	if (I->nprobes)
 		memcpy(img + h.probes.off, I->probes,
 		       I->nprobes * sizeof(*I->probes));
-	if (I->nwords)
-		memcpy(img + h.words.off, I->words, I->nwords * 4);
+	if (I->nbuiltins)
+		memcpy(img + h.builtins.off, I->builtins, I->nbuiltins * 4);
+	if (I->nfields)
+		memcpy(img + h.fields.off, I->fields,
+		       I->nfields * sizeof(*I->fields));
 	*lenp = (uint32_t)off;
 	return img;
 }

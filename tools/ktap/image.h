@@ -32,8 +32,10 @@ struct kp_image {
 	uint32_t		strlen, strcap;
 	struct ktap_bc_probe	*probes;
 	uint32_t		nprobes, probecap;
-	uint32_t		*words;
-	uint32_t		nwords, wordcap;
+	uint32_t		*builtins;	/* strtab offsets of names */
+	uint32_t		nbuiltins, builtincap;
+	struct ktap_bc_field	*fields;
+	uint32_t		nfields, fieldcap;
 	const char		**globals;	/* names by slot */
 	uint32_t		nglobals, globalcap;
 	/* hash of constants and strtab strings (open addressing) */
@@ -50,7 +52,10 @@ uint32_t kp_strtab(struct kp_state *S, const char *s, uint32_t len);
 int kp_global(struct kp_state *S, const char *name);	/* finds or adds */
 int kp_global_find(struct kp_state *S, const char *name); /* or -1 */
 uint32_t kp_probe_add(struct kp_state *S, const struct ktap_bc_probe *p);
-uint32_t kp_words_add(struct kp_state *S, const uint32_t *w, uint32_t n);
+/* Builtins section index of the kernel builtin @name. */
+int kp_builtin_ref(struct kp_state *S, const char *name);
+/* Fields section index of field @name read for probe @probe. */
+int kp_field_ref(struct kp_state *S, uint32_t probe, const char *name);
 
 /* A new prototype, appended; *idx is its index (0: the main chunk). */
 struct kp_proto *kp_proto_new(struct kp_state *S, uint32_t *idx);

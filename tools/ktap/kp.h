@@ -74,6 +74,8 @@
 	E(PROTOS,	"too many functions (limit %d)")		\
 	E(GLOBALS,	"too many global variables (limit %d)")		\
 	E(PROBES,	"too many probes (limit %d)")			\
+	E(BUILTINS,	"too many distinct builtin functions (limit %d)") \
+	E(FIELDS,	"too many distinct event fields read (limit %d)") \
 	E(FUNC_SIZE,	"function too large (jump out of range)")	\
 	E(IMAGE_SIZE,	"bytecode image too large (limit %u bytes)")	\
 	E(SOURCE_SIZE,	"script too large (limit %d bytes)")		\
@@ -193,6 +195,33 @@ void kp_flush_errors(struct kp_state *S);
 int kp_distance(const char *a, const char *b);
 /* Fill @buf with " (did you mean 'X'?)" when @best is close to @name. */
 void kp_suggest(char *buf, size_t n, const char *name, const char *best);
+
+/*
+ * Builtin functions (resolve.c). The kernel knows its builtins by name;
+ * the compiler adds ktap 0.1 names that it lowers itself (@how).
+ */
+#define KP_BF_EVENT	0x1	/* reads the event being handled */
+#define KP_BF_MAIN	0x2	/* main chunk and end handlers only */
+#define KP_ANY_ARGS	0xff	/* "any number" as a maximum */
+
+enum kp_bi_how {
+	KP_BI_CALL,		/* CALLB of its own name */
+	KP_BI_ALIAS,		/* CALLB of @kname */
+	KP_BI_DIVK,		/* CALLB of @kname, then DIVK by @div */
+	KP_BI_INC,		/* INCTABLE t[k] += n (n defaults to 1) */
+};
+
+struct kp_builtin {
+	const char	*name;
+	uint8_t		min, max, flags, how;
+	const char	*kname;		/* ALIAS, DIVK: the kernel's name */
+	int64_t		div;
+};
+
+const struct kp_builtin *kp_builtin_get(int id);
+/* The id of a builtin the kernel knows, or -1. */
+int kp_builtin_kernel(const char *name);
+int kp_builtin_kernel_count(void);
 
 /* Compile the source in @S; 0 on success, else the number of errors. */
 int kp_compile(struct kp_state *S);

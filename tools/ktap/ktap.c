@@ -144,7 +144,8 @@ static int print_version(void)
 	int fd;
 
 	printf("ktap %s (bytecode ABI %u, %u opcodes, %u builtins)\n",
-	       KP_VERSION, KTAP_ABI_VERSION, KTAP_OP__COUNT, KTAP_BI__COUNT);
+	       KP_VERSION, KTAP_ABI_VERSION, KTAP_OP__COUNT,
+	       kp_builtin_kernel_count());
 	fd = open(KTAP_CONTROL, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		printf("kernel: not available (%s: %s)\n", KTAP_CONTROL,

@@ -30,15 +30,65 @@
 
 #define KP_SCOPE_MAX	(KP_MAX_LOCALS * 8)
 
-/* Builtins callable by name (KTAP_BUILTINS). */
-#define __KP_BI(bname, lo, hi, fl)	{ #bname, lo, hi },
-static const struct kp_builtin {
-	const char	*name;
-	uint8_t		min, max;
-} kp_builtins[] = {
-	KTAP_BUILTINS(__KP_BI)
+/*
+ * Builtins callable by name. The first block is exactly what the
+ * kernel knows (it resolves CALLB's names at load); the second holds
+ * ktap 0.1 names that only the compiler knows, lowered by gen.c to a
+ * kernel builtin (an alias, or followed by a DIVK) or to INCTABLE.
+ */
+#define ANY	KP_ANY_ARGS
+static const struct kp_builtin kp_builtins[] = {
+	{ "print", 0, ANY, 0, KP_BI_CALL, NULL, 0 },
+	{ "printf", 1, ANY, 0, KP_BI_CALL, NULL, 0 },
+	{ "len", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "delete", 1, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "table_count", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "pairs", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "sort_pairs", 1, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "exit", 0, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "cpu", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "pid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "tid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "uid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "execname", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "arch", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "kernel_v", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "num_cpus", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "in_interrupt", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "in_iowait", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "gettimeofday_ns", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "print_hist", 1, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "ptable", 0, 0, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
+	{ "count", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "sum", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "avg", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "min", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "max", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "stack", 0, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "print_backtrace", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "kernel_string", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "user_string", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "curr_taskinfo", 1, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "print_trace_clock", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "probename", 0, 0, KP_BF_EVENT, KP_BI_CALL, NULL, 0 },
+	{ "argstr", 0, 0, KP_BF_EVENT, KP_BI_CALL, NULL, 0 },
+	{ "argn", 1, 1, KP_BF_EVENT, KP_BI_CALL, NULL, 0 },
+	{ "tostring", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "tonumber", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "log2", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "print_log2hist", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	/* ktap 0.1 names: the compiler's only */
+	{ "gettimeofday_us", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns", 1000 },
+	{ "gettimeofday_ms", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns",
+	  1000000 },
+	{ "gettimeofday_s", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns",
+	  1000000000 },
+	{ "inplace_inc", 2, 3, 0, KP_BI_INC, NULL, 0 },
+	{ "histogram", 1, 2, 0, KP_BI_ALIAS, "print_hist", 0 },
+	{ "kdebug_dumpstack", 0, 0, 0, KP_BI_ALIAS, "print_backtrace", 0 },
 };
-#undef __KP_BI
+#undef ANY
+
 
 /* Builtins with side effects or arguments are not values when bare. */
 static const char *const kp_not_bare[] = {
@@ -81,6 +131,32 @@ void kp_builtin_arity(int id, int *min, int *max)
 {
 	*min = kp_builtins[id].min;
 	*max = kp_builtins[id].max;
+}
+
+const struct kp_builtin *kp_builtin_get(int id)
+{
+	return &kp_builtins[id];
+}
+
+/* How many entries of kp_builtins[] the kernel knows: the leading CALLs. */
+int kp_builtin_kernel_count(void)
+{
+	int n = 0;
+
+	while (n < (int)ARRAY_SIZE(kp_builtins) &&
+	       kp_builtins[n].how == KP_BI_CALL)
+		n++;
+	return n;
+}
+
+int kp_builtin_kernel(const char *name)
+{
+	int i, n = kp_builtin_kernel_count();
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(kp_builtins[i].name, name))
+			return i;
+	return -1;
 }
 
 static int bare_ok(int id)
@@ -352,8 +428,11 @@ static void resolve_write(struct kp_resolver *R, struct kp_node *n)
 			kp_global(R->S, n->str.s);
 		return;
 	}
-	if (resolve_var(R, n))
+	if (resolve_var(R, n)) {
+		/* an event argument written to no longer reads the event */
+		n->sym.var->assigned = 1;
 		return;
+	}
 	n->sym.kind = KP_SYM_GLOBAL;
 	n->sym.global = kp_global(R->S, n->str.s);
 }

@@ -8,6 +8,7 @@
  * rejection.
  */
 #include <string.h>
+#include "kp.h"
 #include "verify.h"
 
 #define __KP_VINFO(op, fm, a, b, c, fl)					\
@@ -20,13 +21,71 @@ static const struct {
 };
 #undef __KP_VINFO
 
-#define __KP_VBI(name, lo, hi, fl)	{ lo, hi },
-static const struct { uint32_t min, max; } vbi[KTAP_BI__COUNT] = {
-	KTAP_BUILTINS(__KP_VBI)
-};
-#undef __KP_VBI
-
 #define FAIL(...)	do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+/* A NUL-terminated strtab name at @off, or NULL. */
+static const char *name_at(const struct ktap_bc_header *h, const char *img,
+			   uint32_t off)
+{
+	const char *s = img + h->strtab.off;
+
+	if (off >= h->strtab.count || !memchr(s + off, '\0',
+					      h->strtab.count - off))
+		return NULL;
+	return s + off;
+}
+
+/*
+ * The builtins section: names the kernel knows (the tool's table of
+ * them), each once; @ids gets each entry's id in that table.
+ */
+static int builtins_ok(const struct ktap_bc_header *h, const char *img,
+		       int *ids)
+{
+	const uint32_t *b = (const void *)(img + h->builtins.off);
+	uint32_t i, j;
+
+	if (h->builtins.count > KTAP_MAX_BUILTINS)
+		return 0;
+	for (i = 0; i < h->builtins.count; i++) {
+		const char *name = name_at(h, img, b[i]);
+
+		ids[i] = name ? kp_builtin_kernel(name) : -1;
+		if (ids[i] < 0)
+			return 0;
+		for (j = 0; j < i; j++)
+			if (ids[j] == ids[i])
+				return 0;
+	}
+	return 1;
+}
+
+/* The fields section: a probe index and a name each. */
+static int fields_ok(const struct ktap_bc_header *h, const char *img)
+{
+	const struct ktap_bc_field *f = (const void *)(img + h->fields.off);
+	uint32_t i;
+
+	if (h->fields.count > KTAP_MAX_FIELDS)
+		return 0;
+	for (i = 0; i < h->fields.count; i++)
+		if (f[i].probe >= h->probes.count ||
+		    !name_at(h, img, f[i].name))
+			return 0;
+	return 1;
+}
+
+/* CALLB: builtins-section entry @x exists and takes @nargs arguments. */
+static int builtin_ok(const struct ktap_bc_header *h, const int *ids,
+		      int64_t x, uint32_t nargs)
+{
+	const struct kp_builtin *b;
+
+	if (x >= h->builtins.count)
+		return 0;
+	b = kp_builtin_get(ids[x]);
+	return nargs >= b->min && (b->max == KP_ANY_ARGS || nargs <= b->max);
+}
 
 static int sec_ok(const struct ktap_bc_header *h, const struct ktap_bc_section *s,
 		  size_t elem, size_t align, uint32_t len)
@@ -47,6 +106,7 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 	const struct ktap_bc_probe *pr;
 	const uint32_t *code;
 	uint32_t i, pc, next = 0;
+	int bids[KTAP_MAX_BUILTINS];
 
 	if (len < sizeof(*h) || h->magic != KTAP_BC_MAGIC ||
 	    h->abi_version != KTAP_ABI_VERSION || h->hdr_size != sizeof(*h) ||
@@ -60,12 +120,19 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 	    !sec_ok(h, &h->lines, 4, 4, len) ||
 	    !sec_ok(h, &h->upvals, 2, 1, len) ||
 	    !sec_ok(h, &h->probes, sizeof(*pr), 8, len) ||
-	    !sec_ok(h, &h->words, 4, 4, len) ||
+	    !sec_ok(h, &h->builtins, 4, 4, len) ||
+	    !sec_ok(h, &h->fields, sizeof(struct ktap_bc_field), 4, len) ||
 	    (h->lines.count && h->lines.count != h->code.count) ||
 	    h->protos.count > KTAP_MAX_PROTOS ||
 	    h->consts.count > KTAP_MAX_CONSTS ||
 	    h->probes.count > KTAP_MAX_PROBES)
 		FAIL("sections");
+	if (h->__reserved[0] || h->__reserved[1])
+		FAIL("header reserved");
+	if (!builtins_ok(h, img, bids))
+		FAIL("builtins");
+	if (!fields_ok(h, img))
+		FAIL("fields");
 	p = (const void *)(img + h->protos.off);
 	k = (const void *)(img + h->consts.off);
 	uv = (const void *)(img + h->upvals.off);
@@ -134,8 +201,8 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 				case KTAP_OPK_REG:
 					ok = x < p[i].nregs;
 					break;
-				case KTAP_OPK_REG4:
-					ok = x + 3 < p[i].nregs;
+				case KTAP_OPK_REG3:
+					ok = x + 2 < p[i].nregs;
 					break;
 				case KTAP_OPK_RCNT:
 					ok = v[0] + x < p[i].nregs;
@@ -168,12 +235,13 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 					ok = x <= 1;
 					break;
 				case KTAP_OPK_BUILTIN:
-					ok = x < KTAP_BI__COUNT &&
-					     KTAP_B(insn) >= vbi[x].min &&
-					     KTAP_B(insn) <= vbi[x].max;
+					ok = builtin_ok(h, bids, x, KTAP_B(insn));
 					break;
 				case KTAP_OPK_PROBE:
 					ok = x < h->probes.count;
+					break;
+				case KTAP_OPK_FIELD:
+					ok = x < h->fields.count;
 					break;
 				default:
 					ok = 1;
@@ -183,10 +251,6 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 			}
 			if ((vinfo[op].flags & KTAP_OPF_MAIN) && i)
 				FAIL("proto %u insn %u: main only", i, pc);
-			if ((vinfo[op].flags & KTAP_OPF_SKIP) &&
-			    (pc + 1 >= p[i].ncode ||
-			     KTAP_OP(c[pc + 1]) != KTAP_OP_JMP))
-				FAIL("proto %u insn %u: not followed by JMP", i, pc);
 			/* every successor inside the function (vm_load.c) */
 			if (!(vinfo[op].flags & KTAP_OPF_END)) {
 				int64_t t = (int64_t)pc + 1 + KTAP_SBX(insn);
@@ -195,8 +259,6 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 
 				if ((!(vinfo[op].flags & KTAP_OPF_GOTO) &&
 				     pc + 1 >= p[i].ncode) ||
-				    ((vinfo[op].flags & KTAP_OPF_SKIP) &&
-				     pc + 2 >= p[i].ncode) ||
 				    (jumps && (t < 0 || t >= p[i].ncode)))
 					FAIL("proto %u insn %u: control leaves the function",
 					     i, pc);
@@ -207,10 +269,11 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 		if (pr[i].type >= KTAP_PROBE__COUNT ||
 		    (pr[i].flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
 		    pr[i].__reserved[0] || pr[i].__reserved[1] ||
-		    (uint64_t)pr[i].ids_start + pr[i].nids > h->words.count)
+		    pr[i].__reserved[2] || pr[i].__reserved[3])
 			FAIL("probe %u", i);
-		if (pr[i].type == KTAP_PROBE_TRACEPOINT && !pr[i].nids)
-			FAIL("probe %u: no event ids", i);
+		if (pr[i].type == KTAP_PROBE_TRACEPOINT &&
+		    !name_at(h, img, pr[i].target))
+			FAIL("probe %u: no SYSTEM:EVENT target", i);
 		if ((pr[i].type == KTAP_PROBE_TIMER ||
 		     pr[i].type == KTAP_PROBE_PROFILE) &&
 		    (pr[i].arg < 10000 || pr[i].arg > 3600000000000ULL))

@@ -138,7 +138,7 @@ check "-e one-liner compiles" sh -c \
 check "-e names the command line in errors" sh -c \
 	"'$KTAP' -b -e 'print(' 2>&1 | grep -q '^<command line>:1:7: error:'"
 check "-s EVENT is trace EVENT { print(...) }" sh -c \
-	"'$KTAP' -b -s sched:sched_switch | grep -q 'probe 0: tracepoint \"sched:sched_switch\" ids 1: '"
+	"'$KTAP' -b -s sched:sched_switch | grep -q 'probe 0: tracepoint \"sched:sched_switch\" target \"sched:sched_switch\"'"
 check "-o FILE writes the listing" sh -c \
 	"'$KTAP' -b -o '$OUT/o.txt' samples/syscalls.kp && grep -q ATTACH '$OUT/o.txt'"
 check "-le lists events matching a glob" sh -c \

@@ -19,7 +19,9 @@
  *          NMI); a probe that fires inside the VM (from an event
  *          accessor) must be refused as recursion, and the accessor
  *          of field "cpu2" runs a handler on the other fake CPU, as a
- *          concurrent firing would;
+ *          concurrent firing would. A tracepoint's event answers
+ *          EVFIELD by index (field_at) for the fields of its own probe
+ *          except in round 1; the VM reads the others by name;
  *   STOP   the END handlers, then ktap_vm_stats() and ktap_vm_free().
  * Then, for an accepted image, LOAD again with one allocation failing
  * (chosen from the input), to check the error paths for leaks.
@@ -374,8 +376,45 @@ static int fuzz_set_retval(struct ktap_vm *vm __always_unused,
 	return 0;
 }
 
+/*
+ * EVFIELD of a tracepoint's event: what the attach resolved, here the
+ * fields of the event's own probe (outside round 1); any name counts as
+ * a field of the format, as the compiler checked it against one.
+ */
+static int fuzz_field_at(struct ktap_vm *vm, struct ktap_event *ev, u32 idx,
+			 struct ktap_value *out)
+{
+	struct fuzz_event *fe = container_of(ev, struct fuzz_event, ev);
+	const struct ktap_bc_field *f = ktap_vm_field(vm, idx);
+	const char *name;
+	int err;
+
+	if (!f || idx >= ktap_vm_nfields(vm))
+		fuzz_bug("EVFIELD of field %u, outside the fields section (%u)",
+			 idx, ktap_vm_nfields(vm));
+	name = ktap_vm_str(vm, f->name);
+	if (!name)
+		fuzz_bug("field %u: name not readable", idx);
+	if (fe->round == 1 || f->probe != ev->probe)
+		return -ENOENT;
+	err = fuzz_field(vm, ev, name, strlen(name), out);
+	if (err == -ENOENT) {
+		ktap_value_int(out, 100 + idx);
+		return 0;
+	}
+	return err;
+}
+
 static const struct ktap_event_ops fuzz_event_ops = {
 	.field		= fuzz_field,
+	.tostring	= fuzz_tostring,
+	.arg		= fuzz_arg,
+	.set_retval	= fuzz_set_retval,
+};
+
+static const struct ktap_event_ops fuzz_tp_event_ops = {
+	.field		= fuzz_field,
+	.field_at	= fuzz_field_at,
 	.tostring	= fuzz_tostring,
 	.arg		= fuzz_arg,
 	.set_retval	= fuzz_set_retval,
@@ -385,9 +424,9 @@ static const struct ktap_event_ops fuzz_event_ops = {
 static void fuzz_check_image(struct ktap_vm *vm)
 {
 	const struct ktap_bc_probe *bp;
+	const struct ktap_bc_field *f;
 	const char *s;
-	const u32 *w;
-	u32 i, k, sum = 0;
+	u32 i, k, n, sum = 0;
 
 	for (i = 0; (bp = ktap_vm_probe(vm, i)); i++) {
 		if (bp->type >= KTAP_PROBE__COUNT)
@@ -397,15 +436,29 @@ static void fuzz_check_image(struct ktap_vm *vm)
 			fuzz_bug("probe %u: spec not readable", i);
 		sum += s ? strlen(s) : 0;
 		s = ktap_vm_str(vm, bp->target);
+		if (bp->type == KTAP_PROBE_TRACEPOINT && !s)
+			fuzz_bug("probe %u: no SYSTEM:EVENT target", i);
 		sum += s ? strlen(s) : 0;
-		w = ktap_vm_words(vm, bp->ids_start);
-		if (!w && bp->nids)
-			fuzz_bug("probe %u: ids not readable", i);
-		for (k = 0; k < bp->nids; k++)
-			sum += w[k];
 	}
+	/* what events.c reads to resolve the fields at attach */
+	n = ktap_vm_nfields(vm);
+	for (k = 0; k < n; k++) {
+		f = ktap_vm_field(vm, k);
+		if (!f)
+			fuzz_bug("field %u of %u not readable", k, n);
+		if (!ktap_vm_probe(vm, f->probe))
+			fuzz_bug("field %u: probe %u outside the probe table",
+				 k, f->probe);
+		s = ktap_vm_str(vm, f->name);
+		if (!s)
+			fuzz_bug("field %u: name not readable", k);
+		sum += strlen(s);
+	}
+	if (ktap_vm_field(vm, n))
+		fuzz_bug("field %u past the end of the fields section", n);
 	if (verbose)
-		fprintf(stderr, "image: %u probes (%u)\n", i, sum);
+		fprintf(stderr, "image: %u probes, %u fields (%u)\n", i, n,
+			sum);
 }
 
 /* Fire @fn as a probe of kind @bp would, in that kind's context. */
@@ -414,7 +467,8 @@ static void fuzz_fire(struct fuzz_host *h, u32 k, u32 round, bool end)
 	const struct ktap_bc_probe *bp = ktap_vm_probe(h->vm, h->h[k].probe);
 	struct fuzz_event fe = {
 		.ev = {
-			.ops	= &fuzz_event_ops,
+			.ops	= bp->type == KTAP_PROBE_TRACEPOINT ?
+				  &fuzz_tp_event_ops : &fuzz_event_ops,
 			.probe	= h->h[k].probe,
 			.name	= end ? "end" : "sys_enter_openat",
 		},
@@ -595,11 +649,15 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
  * Custom mutator: most of libFuzzer's mutations change the length of
  * the input, which the header's total_size then rejects; fix it up
  * (mostly). And some structure-aware mutations: one instruction of the
- * code section (a known opcode, small operands, short jumps), the frame
- * of a function, the boundary between two functions, a word left
- * between them, or a function that ends with a conditional skip over a
- * backward JMP: the shapes where control-flow checks are easiest to get
- * wrong.
+ * code section (a known opcode, small operands, a builtin of the
+ * image's builtins section, short jumps), the frame of a function, the
+ * boundary between two functions, a word left between them, a function
+ * that ends with a conditional branch (JMPT, JMPF, ITERNEXT) to just
+ * before, at or past its end followed by a backward JMP, or with the
+ * conditional branch last: the shapes where control-flow checks are
+ * easiest to get wrong. And an entry of the builtins section renamed
+ * (another builtin, a duplicate or not a builtin's name at all), or of
+ * the fields section pointed at another probe or name.
  */
 size_t LLVMFuzzerMutate(u8 *data, size_t size, size_t max_size);
 size_t LLVMFuzzerCustomMutator(u8 *data, size_t size, size_t max_size,
@@ -630,7 +688,7 @@ static bool fuzz_section(const u8 *data, size_t size, size_t sec_off,
 static bool fuzz_mutate_code(u8 *data, size_t size, u32 *rs)
 {
 	struct ktap_bc_section code;
-	u32 insn, other, idx, sbx;
+	u32 insn, other, idx, sbx, nbi;
 	u8 *at;
 
 	if (!fuzz_section(data, size, offsetof(struct ktap_bc_header, code),
@@ -651,8 +709,11 @@ static bool fuzz_mutate_code(u8 *data, size_t size, u32 *rs)
 		insn = (insn & ~0xff0000U) | (fuzz_rand(rs) % 8) << 16;
 		break;
 	case 3:
+		/* CALLB's C: an entry of the builtins section, or one past */
+		memcpy(&nbi, data + offsetof(struct ktap_bc_header,
+					     builtins.count), sizeof(nbi));
 		insn = (insn & ~0xff000000U) |
-		       (fuzz_rand(rs) % KTAP_BI__COUNT) << 24;
+		       (fuzz_rand(rs) % (min_t(u32, nbi, 255) + 1)) << 24;
 		break;
 	case 4:
 		sbx = (u32)((s32)(fuzz_rand(rs) % 13) - 6);
@@ -671,30 +732,104 @@ static bool fuzz_mutate_code(u8 *data, size_t size, u32 *rs)
 	return true;
 }
 
-static const u8 fuzz_skip_ops[] = {
-	KTAP_OP_EQ, KTAP_OP_LT, KTAP_OP_LE, KTAP_OP_EQK, KTAP_OP_TEST,
+static const u8 fuzz_branch_ops[] = {
+	KTAP_OP_JMPT, KTAP_OP_JMPF, KTAP_OP_ITERNEXT,
 };
 
+static const u8 fuzz_compare_ops[] = {
+	KTAP_OP_EQ, KTAP_OP_LT, KTAP_OP_LE, KTAP_OP_EQK,
+};
+
+/*
+ * The end of function @p: a conditional branch second to last, to the
+ * last instruction, the end or past it (or backward), then a backward
+ * JMP (a loop the budget ends); or a comparison, then the conditional
+ * branch last, whose fall-through leaves the function.
+ */
 static bool fuzz_mutate_end(u8 *data, size_t size,
 			    const struct ktap_bc_proto *p, u32 *rs)
 {
 	struct ktap_bc_section code;
-	u32 op, cond, jmp;
-	s32 back;
+	u32 op, cond, last;
+	s32 off;
 
 	if (!fuzz_section(data, size, offsetof(struct ktap_bc_header, code),
 			  4, &code) || p->ncode < 2 ||
 	    (u64)p->code_start + p->ncode > code.count)
 		return false;
-	op = fuzz_skip_ops[fuzz_rand(rs) % ARRAY_SIZE(fuzz_skip_ops)];
-	cond = KTAP_INSN(op, fuzz_rand(rs) % 2, fuzz_rand(rs) % 4,
-			 fuzz_rand(rs) % 4);
-	if (op == KTAP_OP_TEST)
-		cond = KTAP_INSN(op, fuzz_rand(rs) % 4, 0, fuzz_rand(rs) % 2);
-	back = -(s32)(fuzz_rand(rs) % p->ncode) - 1;
-	jmp = KTAP_INSN_BX(KTAP_OP_JMP, 0, (u32)back);
+	op = fuzz_branch_ops[fuzz_rand(rs) % ARRAY_SIZE(fuzz_branch_ops)];
+	if (fuzz_rand(rs) & 1) {
+		/* from n - 2: 0 is the last one, 1 the end, 2 past it */
+		off = (s32)(fuzz_rand(rs) % 4) - 1;
+		if (off < 0)
+			off = -(s32)(fuzz_rand(rs) % p->ncode) - 1;
+		cond = KTAP_INSN_BX(op, fuzz_rand(rs) % 4, (u32)off);
+		off = -(s32)(fuzz_rand(rs) % p->ncode) - 1;
+		last = KTAP_INSN_BX(KTAP_OP_JMP, 0, (u32)off);
+	} else {
+		cond = KTAP_INSN(fuzz_compare_ops[fuzz_rand(rs) %
+						  ARRAY_SIZE(fuzz_compare_ops)],
+				 fuzz_rand(rs) % 4, fuzz_rand(rs) % 4,
+				 fuzz_rand(rs) % 4);
+		off = -(s32)(fuzz_rand(rs) % p->ncode) - 1;
+		last = KTAP_INSN_BX(op, KTAP_A(cond), (u32)off);
+	}
 	memcpy(data + code.off + 4 * (p->code_start + p->ncode - 2), &cond, 4);
-	memcpy(data + code.off + 4 * (p->code_start + p->ncode - 1), &jmp, 4);
+	memcpy(data + code.off + 4 * (p->code_start + p->ncode - 1), &last, 4);
+	return true;
+}
+
+/*
+ * An entry of the builtins section named by another entry's name (a
+ * duplicate, or a swap of builtins under CALLB), the chunk name or an
+ * offset into the middle of a string (not a builtin); or an entry of
+ * the fields section moved to another probe or name.
+ */
+static bool fuzz_mutate_names(u8 *data, size_t size, u32 *rs)
+{
+	struct ktap_bc_section bis, fields;
+	struct ktap_bc_field f;
+	u32 i, name, nprobes;
+	u8 *at;
+
+	if (fuzz_rand(rs) & 1) {
+		if (!fuzz_section(data, size,
+				  offsetof(struct ktap_bc_header, builtins),
+				  4, &bis))
+			return false;
+		i = fuzz_rand(rs) % bis.count;
+		switch (fuzz_rand(rs) % 4) {
+		case 0:
+			memcpy(&name, data + offsetof(struct ktap_bc_header,
+						      chunkname), 4);
+			break;
+		case 1:
+			memcpy(&name, data + bis.off + 4 * i, 4);
+			name += 1 + fuzz_rand(rs) % 3;
+			break;
+		default:
+			memcpy(&name, data + bis.off +
+			       4 * (fuzz_rand(rs) % bis.count), 4);
+			break;
+		}
+		memcpy(data + bis.off + 4 * i, &name, 4);
+		return true;
+	}
+	if (!fuzz_section(data, size, offsetof(struct ktap_bc_header, fields),
+			  sizeof(f), &fields))
+		return false;
+	at = data + fields.off + sizeof(f) * (fuzz_rand(rs) % fields.count);
+	memcpy(&f, at, sizeof(f));
+	if (fuzz_rand(rs) & 1) {
+		memcpy(&nprobes, data + offsetof(struct ktap_bc_header,
+						 probes.count), 4);
+		f.probe = fuzz_rand(rs) % (min_t(u32, nprobes, 64) + 1);
+	} else {
+		memcpy(&f.name, data + fields.off + sizeof(f) *
+		       (fuzz_rand(rs) % fields.count) +
+		       offsetof(struct ktap_bc_field, name), 4);
+	}
+	memcpy(at, &f, sizeof(f));
 	return true;
 }
 
@@ -719,7 +854,7 @@ static bool fuzz_mutate_proto(u8 *data, size_t size, u32 *rs)
 		p.nparams = fuzz_rand(rs) % 4;
 		break;
 	case 2:
-		/* end with a conditional skip over a (backward) JMP */
+		/* end with a conditional branch at or near the end */
 		return fuzz_mutate_end(data, size, &p, rs);
 	case 3:
 		/* leave a word between this function and the next */
@@ -755,11 +890,13 @@ static bool fuzz_mutate_proto(u8 *data, size_t size, u32 *rs)
 size_t LLVMFuzzerCustomMutator(u8 *data, size_t size, size_t max_size,
 			       unsigned int seed)
 {
-	u32 rs = seed | 1, choice = fuzz_rand(&rs) % 8, len;
+	u32 rs = seed | 1, choice = fuzz_rand(&rs) % 9, len;
 
 	if (choice < 3 && fuzz_mutate_code(data, size, &rs))
 		return size;
 	if (choice == 3 && fuzz_mutate_proto(data, size, &rs))
+		return size;
+	if (choice == 4 && fuzz_mutate_names(data, size, &rs))
 		return size;
 	size = LLVMFuzzerMutate(data, size, max_size);
 	if (fuzz_rand(&rs) % 8 && size >= sizeof(struct ktap_bc_header)) {

@@ -5,12 +5,19 @@
  * OUTDIR/PREFIX-NAME.img. `make -C tools/ktap fuzz-vm-seeds` runs it
  * over the samples and the golden tests (script arguments: 1 two 333).
  *
+ * Every image's builtins section names, after the builtins the script
+ * calls, every other builtin the kernel knows, so that the mutator of
+ * fuzz_vm.c reaches them all by changing CALLB's C operand. For every
+ * eighth script, OUTDIR/PREFIX-NAME-badbuiltin.img also names a builtin
+ * the kernel does not know (the chunk name), which the kernel rejects.
+ *
  *	mkseed OUTDIR PREFIX FILE.kp...
  */
 #include <stdlib.h>
 #include <string.h>
 #include "../../kp.h"
-#include "../../code.h"
+#include "../../image.h"
+#include "../../verify.h"
 
 static char *arg_v[] = { "1", "two", "333" };
 
@@ -44,18 +51,48 @@ static char *read_all(const char *path, size_t *len)
 	return buf;
 }
 
+static int write_img(const char *outdir, const char *prefix,
+		     const char *base, const char *suffix, const void *img,
+		     uint32_t len)
+{
+	char out[4096], *dot;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/%s-%s", outdir, prefix, base);
+	dot = strrchr(out, '.');
+	if (dot && !strcmp(dot, ".kp"))
+		*dot = '\0';
+	strncat(out, suffix, sizeof(out) - strlen(out) - 1);
+	strncat(out, ".img", sizeof(out) - strlen(out) - 1);
+	f = fopen(out, "wb");
+	if (f && fwrite(img, 1, len, f) == len && !fclose(f))
+		return 0;
+	if (f)
+		fclose(f);
+	fprintf(stderr, "mkseed: cannot write %s\n", out);
+	return -1;
+}
+
+/* The last builtins entry renamed to the chunk name: not a builtin. */
+static void bad_builtin(void *img)
+{
+	struct ktap_bc_header *h = img;
+	uint32_t *b = (uint32_t *)((char *)img + h->builtins.off);
+
+	b[h->builtins.count - 1] = h->chunkname;
+}
+
 static int compile_one(const char *outdir, const char *prefix,
-		       const char *path)
+		       const char *path, int nth)
 {
 	const char *base = strrchr(path, '/');
-	char out[4096], *dot;
+	char why[128];
 	struct kp_state S;
 	uint32_t len;
 	size_t srclen;
 	void *img;
 	char *src;
-	FILE *f;
-	int err = -1;
+	int i, err = -1;
 
 	base = base ? base + 1 : path;
 	src = read_all(path, &srclen);
@@ -71,19 +108,21 @@ static int compile_one(const char *outdir, const char *prefix,
 		fprintf(stderr, "mkseed: %s does not compile\n", path);
 		goto out;
 	}
+	for (i = 0; i < kp_builtin_kernel_count(); i++)
+		kp_builtin_ref(&S, kp_builtin_get(i)->name);
 	img = kp_image_write(&S, &len);
 	if (!img)
 		goto out;
-	snprintf(out, sizeof(out), "%s/%s-%s", outdir, prefix, base);
-	dot = strrchr(out, '.');
-	if (dot && !strcmp(dot, ".kp"))
-		*dot = '\0';
-	strncat(out, ".img", sizeof(out) - strlen(out) - 1);
-	f = fopen(out, "wb");
-	if (f && fwrite(img, 1, len, f) == len && !fclose(f))
-		err = 0;
-	else
-		fprintf(stderr, "mkseed: cannot write %s\n", out);
+	if (kp_verify(img, len, why, sizeof(why))) {
+		fprintf(stderr, "mkseed: %s: invalid bytecode: %s\n", path, why);
+		free(img);
+		goto out;
+	}
+	err = write_img(outdir, prefix, base, "", img, len);
+	if (!err && nth % 8 == 7) {
+		bad_builtin(img);
+		err = write_img(outdir, prefix, base, "-badbuiltin", img, len);
+	}
 	free(img);
 out:
 	kp_state_free(&S);
@@ -100,7 +139,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 3; i < argc; i++)
-		if (compile_one(argv[1], argv[2], argv[i]))
+		if (compile_one(argv[1], argv[2], argv[i], i - 3))
 			err = 1;
 	return err;
 }
