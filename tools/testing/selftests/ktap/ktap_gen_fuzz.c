@@ -7,17 +7,21 @@
  * builds every image from the opcode table of <linux/ktap.h>: each
  * operand is valid for its operand kind (registers inside the frame,
  * constants of the right type, upvalues, globals, nested functions,
- * builtins with an argument count they accept, probes), while control
+ * builtins named in the image's builtins section with an argument count
+ * they accept, probes, fields-section entries), while control
  * flow, types and sizes are random, biased toward the shapes that two
  * verifier rules accepted one at a time can build together:
- * conditionals just before a function's end, backward and self loops
- * (JMP, FORLOOP, ITERNEXT, FORPREP), words between and after functions,
+ * conditional branches as a function's last instruction, backward and
+ * self loops (JMP, JMPT, JMPF, ITERNEXT), words between and after
+ * functions, compares feeding JMPT/JMPF, EVFIELD reads, tracepoints by
+ * SYSTEM:EVENT pattern (some matching nothing),
  * nested functions with upvalues, recursion, tables grown in loops then
  * walked by #t and the O(n) builtins, string concatenation loops,
  * instruction budgets near and above the ceiling, small memory pools.
  * About a third of the images carry one deliberate violation (an
  * operand out of range, a jump just outside the function, an unknown
- * opcode, a bad load attribute...); those must be rejected at LOAD, and
+ * opcode or builtin name, a bad fields entry, a bad load attribute...);
+ * those must be rejected at LOAD, and
  * one that is accepted is a verifier escape.
  *
  * Each image runs in a child process, the process under test: open
@@ -51,6 +55,8 @@
 #define KI_PROBES	8
 #define KI_STRTAB	8192
 #define KI_GAPS		32
+#define KI_BUILTINS	64
+#define KI_FIELDS	16
 
 #include <getopt.h>
 #include <limits.h>
@@ -115,16 +121,91 @@ static const struct gen_opinfo opinfo[KTAP_OP__COUNT] = {
 
 #undef GEN_OPINFO
 
+/*
+ * The builtins the kernel knows by name, with their arity: no longer in
+ * the UAPI (builtin ids are not ABI), so this test keeps its own copy of
+ * the kernel's list. CALLB names one through the image's builtins
+ * section (bslot()). GEN_MAX_ARGS is "any number".
+ */
+#define GEN_MAX_ARGS	0xff
+#define GEN_BF_EVENT	0x1	/* reads the event being handled */
+#define GEN_BF_MAIN	0x2	/* main chunk and end handlers only */
+
+#define GEN_BUILTINS(X)							\
+	X(print,		0, GEN_MAX_ARGS, 0)				\
+	X(printf,		1, GEN_MAX_ARGS, 0)				\
+	X(len,			1, 1, 0)					\
+	X(delete,		1, 2, 0)					\
+	X(table_count,		1, 1, 0)					\
+	X(pairs,		1, 1, 0)					\
+	X(sort_pairs,		1, 2, 0)					\
+	X(exit,			0, 1, 0)					\
+	X(cpu,			0, 0, 0)					\
+	X(pid,			0, 0, 0)					\
+	X(tid,			0, 0, 0)					\
+	X(uid,			0, 0, 0)					\
+	X(execname,		0, 0, 0)					\
+	X(arch,			0, 0, 0)					\
+	X(kernel_v,		0, 0, 0)					\
+	X(num_cpus,		0, 0, 0)					\
+	X(in_interrupt,		0, 0, 0)					\
+	X(in_iowait,		0, 0, 0)					\
+	X(gettimeofday_ns,	0, 0, 0)					\
+	X(print_hist,		1, 2, 0)					\
+	X(ptable,		0, 0, GEN_BF_MAIN)				\
+	X(count,		1, 1, 0)					\
+	X(sum,			1, 1, 0)					\
+	X(avg,			1, 1, 0)					\
+	X(min,			1, 1, 0)					\
+	X(max,			1, 1, 0)					\
+	X(stack,		0, 1, 0)					\
+	X(print_backtrace,	0, 0, 0)					\
+	X(kernel_string,	1, 1, 0)					\
+	X(user_string,		1, 1, 0)					\
+	X(curr_taskinfo,	1, 2, 0)					\
+	X(print_trace_clock,	0, 0, 0)					\
+	X(probename,		0, 0, GEN_BF_EVENT)				\
+	X(argstr,		0, 0, GEN_BF_EVENT)				\
+	X(argn,			1, 1, GEN_BF_EVENT)				\
+	X(tostring,		1, 1, 0)					\
+	X(tonumber,		1, 1, 0)					\
+	X(log2,			1, 1, 0)					\
+	X(print_log2hist,	1, 1, 0)
+
+#define GEN_BI_ENUM(bi, lo, hi, fl)	BI_##bi,
+enum { GEN_BUILTINS(GEN_BI_ENUM) BI__COUNT };
+#undef GEN_BI_ENUM
+
 struct gen_biinfo {
 	const char	*name;
 	uint8_t		min, max, flags;
 };
 
 #define GEN_BIINFO(bi, lo, hi, fl)	\
-	[KTAP_BI_##bi] = { .name = #bi, .min = lo, .max = hi, .flags = fl },
-static const struct gen_biinfo biinfo[KTAP_BI__COUNT] = {
-	KTAP_BUILTINS(GEN_BIINFO)
+	[BI_##bi] = { .name = #bi, .min = lo, .max = hi, .flags = fl },
+static const struct gen_biinfo biinfo[BI__COUNT] = {
+	GEN_BUILTINS(GEN_BIINFO)
 };
+
+/*
+ * Names the kernel must refuse: made up, or builtins of the old
+ * numbered table that the kernel dropped.
+ */
+static const char * const bad_builtins[] = {
+	"ktap_no_such_builtin", "histogram", "gettimeofday_us",
+	"kdebug_dumpstack", "inplace_inc", "Print", "print ", "",
+};
+
+/* The biinfo entry named @name, or -1 when the kernel does not know it. */
+static int builtin_by_name(const char *name)
+{
+	int i;
+
+	for (i = 0; i < BI__COUNT; i++)
+		if (!strcmp(biinfo[i].name, name))
+			return i;
+	return -1;
+}
 
 #undef GEN_BIINFO
 
@@ -136,7 +217,7 @@ enum {
 	SH_SKIP_END,
 	SH_GAP,
 	SH_TAIL,
-	SH_FORPREP_BACK,
+	SH_COND_BACK,
 	SH_SELF_LOOP,
 	SH_BACK_JUMP,
 	SH_FOR,
@@ -164,6 +245,9 @@ enum {
 	SH_DRY_RUN,
 	SH_FILTER,
 	SH_UNKNOWN_OP,
+	SH_EVFIELD,
+	SH_TP_NOMATCH,
+	SH_FIELD_MISSING,
 	SH__COUNT
 };
 
@@ -171,7 +255,7 @@ static const char * const shape_name[SH__COUNT] = {
 	[SH_SKIP_END] = "SKIP_END",
 	[SH_GAP] = "GAP",
 	[SH_TAIL] = "TAIL",
-	[SH_FORPREP_BACK] = "FORPREP_BACK",
+	[SH_COND_BACK] = "COND_BACK",
 	[SH_SELF_LOOP] = "SELF_LOOP",
 	[SH_BACK_JUMP] = "BACK_JUMP",
 	[SH_FOR] = "FOR",
@@ -199,22 +283,25 @@ static const char * const shape_name[SH__COUNT] = {
 	[SH_DRY_RUN] = "DRY_RUN",
 	[SH_FILTER] = "FILTER",
 	[SH_UNKNOWN_OP] = "UNKNOWN_OP",
+	[SH_EVFIELD] = "EVFIELD",
+	[SH_TP_NOMATCH] = "TP_NOMATCH",
+	[SH_FIELD_MISSING] = "FIELD_MISSING",
 };
 
 static const char * const shape_desc[SH__COUNT] = {
-	[SH_SKIP_END] = "conditional second to last, JMP last",
+	[SH_SKIP_END] = "conditional branch (JMPT/JMPF/ITERNEXT) last",
 	[SH_GAP] = "words between functions",
 	[SH_TAIL] = "words after the last function",
-	[SH_FORPREP_BACK] = "FORPREP with a negative offset",
+	[SH_COND_BACK] = "JMPT/JMPF with a negative offset",
 	[SH_SELF_LOOP] = "instruction jumping to itself",
-	[SH_BACK_JUMP] = "backward JMP/FORLOOP/ITERNEXT",
+	[SH_BACK_JUMP] = "backward JMP/ITERNEXT",
 	[SH_FOR] = "numeric for loop",
 	[SH_ITER] = "pairs/sort_pairs iteration",
 	[SH_RECURSION] = "call through a global closure",
 	[SH_UPVAL] = "nested function with upvalues",
 	[SH_TABLE_GROW] = "table grown in a loop",
 	[SH_BIG_TABLE] = "10^4-10^5 entry table walked by handlers",
-	[SH_WALK] = "#t/len/pairs/sort_pairs/histogram/count",
+	[SH_WALK] = "#t/len/pairs/sort_pairs/print_hist/count",
 	[SH_WALK_LOOP] = "O(n) builtin inside a loop",
 	[SH_CONCAT] = "string concatenation loop",
 	[SH_EVENT] = "event fields and methods",
@@ -233,6 +320,9 @@ static const char * const shape_desc[SH__COUNT] = {
 	[SH_DRY_RUN] = "dry run",
 	[SH_FILTER] = "pid or cpu filter",
 	[SH_UNKNOWN_OP] = "unknown opcode value",
+	[SH_EVFIELD] = "EVFIELD over the fields section",
+	[SH_TP_NOMATCH] = "tracepoint pattern matching nothing (START fails)",
+	[SH_FIELD_MISSING] = "field no matched event has (START fails)",
 };
 
 /* Deliberate violations: an image with one must be refused at LOAD. */
@@ -250,7 +340,7 @@ enum {
 	V_PROBE,
 	V_JUMP,
 	V_OPCODE,
-	V_SKIP_NOJMP,
+	V_BUILTIN_NAME,
 	V_LAST,
 	V_MAIN_ONLY,
 	V_UPV_DESC,
@@ -262,7 +352,7 @@ enum {
 	V_MEM,
 	V_PERIOD,
 	V_PROBE_TYPE,
-	V_TP_IDS,
+	V_FIELD,
 	V__COUNT
 };
 
@@ -280,19 +370,19 @@ static const char * const viol_name[V__COUNT] = {
 	[V_PROBE] = "PROBE",
 	[V_JUMP] = "JUMP",
 	[V_OPCODE] = "OPCODE",
-	[V_SKIP_NOJMP] = "SKIP_NOJMP",
+	[V_BUILTIN_NAME] = "BUILTIN_NAME",
 	[V_LAST] = "LAST",
 	[V_MAIN_ONLY] = "MAIN_ONLY",
 	[V_UPV_DESC] = "UPV_DESC",
 	[V_NREGS] = "NREGS",
 	[V_PARENT] = "PARENT",
-	[V_SKIP_END] = "SKIP_END",
+	[V_SKIP_END] = "BRANCH_END",
 	[V_GAP] = "GAP",
 	[V_BUDGET] = "BUDGET",
 	[V_MEM] = "MEM",
 	[V_PERIOD] = "PERIOD",
 	[V_PROBE_TYPE] = "PROBE_TYPE",
-	[V_TP_IDS] = "TP_IDS",
+	[V_FIELD] = "FIELD",
 };
 
 static const char * const viol_desc[V__COUNT] = {
@@ -304,24 +394,24 @@ static const char * const viol_desc[V__COUNT] = {
 	[V_PROTO] = "function not nested here",
 	[V_BOOL] = "boolean operand above 1",
 	[V_NONZERO] = "unused operand not zero",
-	[V_BUILTIN] = "unknown builtin",
+	[V_BUILTIN] = "CALLB past the builtins section",
 	[V_ARGC] = "builtin argument count",
 	[V_PROBE] = "probe index out of range",
 	[V_JUMP] = "jump target outside the function",
 	[V_OPCODE] = "unknown opcode in a function",
-	[V_SKIP_NOJMP] = "conditional not followed by JMP",
+	[V_BUILTIN_NAME] = "a builtin name the kernel does not know",
 	[V_LAST] = "function not ending in RETURN or JMP",
 	[V_MAIN_ONLY] = "ATTACH outside the main chunk",
 	[V_UPV_DESC] = "upvalue capture out of range",
 	[V_NREGS] = "bad frame size",
 	[V_PARENT] = "bad enclosing function",
-	[V_SKIP_END] = "conditional skipping past the function end",
+	[V_SKIP_END] = "conditional branch falling past the function end",
 	[V_GAP] = "code words that no function covers",
 	[V_BUDGET] = "insn_budget above the ceiling",
 	[V_MEM] = "mem_limit out of range",
 	[V_PERIOD] = "timer or profile period out of range",
 	[V_PROBE_TYPE] = "unknown probe type",
-	[V_TP_IDS] = "tracepoint without event ids",
+	[V_FIELD] = "fields entry or EVFIELD out of range",
 };
 
 /* Shadow types of registers: a bias for operand choice, not a rule. */
@@ -404,7 +494,8 @@ static bool chance(struct gen *g, uint32_t pct)
 /* ------------------------------------------------------------------ */
 /* Global settings (set once in main, read by the workers).            */
 
-static int ev_enter = -1, ev_exit = -1;
+/* syscall events exist: gates the tracepoint probes (see plan_probes) */
+static int ev_enter = -1;
 static uint32_t ceiling = UINT32_MAX;	/* largest accepted insn_budget */
 static bool have_ceiling;
 static int verbose;
@@ -588,6 +679,15 @@ static enum jump_how random_how(struct gen *g)
 	return J_FIRST;
 }
 
+/*
+ * CALLB's C for builtin @id: its index in the image's builtins section,
+ * where the name is added on first use.
+ */
+static uint32_t bslot(struct gen *g, uint32_t id)
+{
+	return ki_builtin(g->im, biinfo[id].name);
+}
+
 static void load_int(struct gen *g, uint32_t r, int64_t v)
 {
 	if (v >= -32768 && v <= 32767)
@@ -656,9 +756,9 @@ static uint32_t want(uint32_t op, int k)
 	case KTAP_OP_CALL:
 	case KTAP_OP_ATTACH:
 		return k == 0 ? TM(TY_FN) : TM_ALL;
-	case KTAP_OP_FORPREP:
-	case KTAP_OP_FORLOOP:
-		return TM(TY_INT);
+	case KTAP_OP_JMPT:
+	case KTAP_OP_JMPF:
+		return TM(TY_BOOL) | TM(TY_INT) | TM(TY_NIL);
 	case KTAP_OP_ITERNEXT:
 		return TM(TY_ITER);
 	default:
@@ -672,9 +772,8 @@ static bool writes_a(uint32_t op)
 	switch (op) {
 	case KTAP_OP_SETUPVAL: case KTAP_OP_SETGLOBAL: case KTAP_OP_SETTABLE:
 	case KTAP_OP_SETFIELD: case KTAP_OP_INCTABLE: case KTAP_OP_AGGR:
-	case KTAP_OP_TEST: case KTAP_OP_RETURN: case KTAP_OP_ATTACH:
-	case KTAP_OP_CALL: case KTAP_OP_FORPREP: case KTAP_OP_FORLOOP:
-	case KTAP_OP_ITERNEXT:
+	case KTAP_OP_JMPT: case KTAP_OP_JMPF: case KTAP_OP_RETURN:
+	case KTAP_OP_ATTACH: case KTAP_OP_CALL: case KTAP_OP_ITERNEXT:
 		return false;
 	default:
 		return opinfo[op].kind[0] == KTAP_OPK_REG;
@@ -684,17 +783,17 @@ static bool writes_a(uint32_t op)
 static uint8_t builtin_type(uint32_t id)
 {
 	switch (id) {
-	case KTAP_BI_pairs: case KTAP_BI_sort_pairs:
+	case BI_pairs: case BI_sort_pairs:
 		return TY_ITER;
-	case KTAP_BI_ptable:
+	case BI_ptable:
 		return TY_PTAB;
-	case KTAP_BI_len: case KTAP_BI_table_count: case KTAP_BI_cpu:
-	case KTAP_BI_pid: case KTAP_BI_tid: case KTAP_BI_uid:
-	case KTAP_BI_num_cpus: case KTAP_BI_gettimeofday_ns:
-	case KTAP_BI_gettimeofday_us: case KTAP_BI_log2:
+	case BI_len: case BI_table_count: case BI_cpu:
+	case BI_pid: case BI_tid: case BI_uid:
+	case BI_num_cpus: case BI_gettimeofday_ns:
+	case BI_log2:
 		return TY_INT;
-	case KTAP_BI_execname: case KTAP_BI_arch: case KTAP_BI_kernel_v:
-	case KTAP_BI_tostring: case KTAP_BI_probename: case KTAP_BI_argstr:
+	case BI_execname: case BI_arch: case BI_kernel_v:
+	case BI_tostring: case BI_probename: case BI_argstr:
 		return TY_STR;
 	default:
 		return TY_ANY;
@@ -706,8 +805,8 @@ static void note_jump_shape(struct gen *g, uint32_t op, enum jump_how how)
 	if (how == J_SELF)
 		g->shapes |= 1ULL << SH_SELF_LOOP;
 	if (how == J_BACK || how == J_SELF || how == J_FIRST) {
-		if (op == KTAP_OP_FORPREP)
-			g->shapes |= 1ULL << SH_FORPREP_BACK;
+		if (op == KTAP_OP_JMPT || op == KTAP_OP_JMPF)
+			g->shapes |= 1ULL << SH_COND_BACK;
 		else
 			g->shapes |= 1ULL << SH_BACK_JUMP;
 	}
@@ -732,9 +831,9 @@ static bool gen_insn(struct gen *g, uint32_t op)
 		uint32_t tries;
 
 		for (tries = 0; tries < 16; tries++) {
-			bi = below(g, KTAP_BI__COUNT);
+			bi = below(g, BI__COUNT);
 			/* exit() ends the session: keep it rare */
-			if (bi == KTAP_BI_exit && chance(g, 80))
+			if (bi == BI_exit && chance(g, 80))
 				continue;
 			if (biinfo[bi].min < n)
 				break;
@@ -755,12 +854,12 @@ static bool gen_insn(struct gen *g, uint32_t op)
 			else
 				v[k] = reg_of(g, want(op, k));
 			break;
-		case KTAP_OPK_REG4:
-			if (n < 4)
+		case KTAP_OPK_REG3:
+			if (n < 3)
 				return false;
 			v[k] = reg_of(g, want(op, k));
-			if (v[k] + 3 >= n)
-				v[k] = below(g, n - 3);
+			if (v[k] + 2 >= n)
+				v[k] = below(g, n - 2);
 			break;
 		case KTAP_OPK_RCNT: {
 			uint32_t max = n - 1 - v[0], lo = 0;
@@ -811,7 +910,8 @@ static bool gen_insn(struct gen *g, uint32_t op)
 			if (how == J_SELF && !allowed(SH_SELF_LOOP))
 				how = J_FWD;
 			if ((how == J_BACK || how == J_SELF || how == J_FIRST) &&
-			    !allowed(op == KTAP_OP_FORPREP ? SH_FORPREP_BACK : SH_BACK_JUMP))
+			    !allowed(opinfo[op].flags & KTAP_OPF_BRANCH &&
+				     op != KTAP_OP_ITERNEXT ? SH_COND_BACK : SH_BACK_JUMP))
 				how = J_FWD;
 			v[k] = 0;
 			break;
@@ -826,7 +926,13 @@ static bool gen_insn(struct gen *g, uint32_t op)
 			v[k] = below(g, 2);
 			break;
 		case KTAP_OPK_BUILTIN:
-			v[k] = bi;
+			v[k] = bslot(g, bi);
+			break;
+		case KTAP_OPK_FIELD:
+			if (!g->im->nfl)
+				return false;
+			v[k] = below(g, g->im->nfl);
+			g->shapes |= 1ULL << SH_EVFIELD;
 			break;
 		case KTAP_OPK_PROBE:
 			if (!g->nprobes)
@@ -874,9 +980,6 @@ static bool gen_insn(struct gen *g, uint32_t op)
 		if (v[2])
 			g->ty[v[0]] = TY_ANY;
 		break;
-	case KTAP_OP_FORLOOP:
-		g->ty[v[0] + 3] = TY_INT;
-		break;
 	case KTAP_OP_ITERNEXT:
 		g->ty[v[0] + 1] = TY_ANY;
 		g->ty[v[0] + 2] = TY_ANY;
@@ -892,7 +995,8 @@ static bool gen_insn(struct gen *g, uint32_t op)
 		case KTAP_OP_LEN:
 			g->ty[v[0]] = TY_INT;
 			break;
-		case KTAP_OP_LOADBOOL: case KTAP_OP_NOT:
+		case KTAP_OP_LOADBOOL: case KTAP_OP_NOT: case KTAP_OP_EQ:
+		case KTAP_OP_LT: case KTAP_OP_LE: case KTAP_OP_EQK:
 			g->ty[v[0]] = TY_BOOL;
 			break;
 		case KTAP_OP_NEWTABLE:
@@ -909,10 +1013,6 @@ static bool gen_insn(struct gen *g, uint32_t op)
 			break;
 		}
 	}
-
-	/* a conditional skip needs its JMP */
-	if (oi->flags & KTAP_OPF_SKIP)
-		gen_insn(g, KTAP_OP_JMP);
 	return true;
 }
 
@@ -927,7 +1027,8 @@ static uint32_t random_op(struct gen *g)
 		static const uint32_t hot[] = {
 			KTAP_OP_CALLB, KTAP_OP_CALL, KTAP_OP_SETTABLE,
 			KTAP_OP_GETTABLE, KTAP_OP_INCTABLE, KTAP_OP_JMP,
-			KTAP_OP_FORLOOP, KTAP_OP_ADD, KTAP_OP_EQ, KTAP_OP_TEST,
+			KTAP_OP_JMPT, KTAP_OP_ADD, KTAP_OP_EQ, KTAP_OP_JMPF,
+			KTAP_OP_LT, KTAP_OP_EVFIELD,
 			KTAP_OP_GETGLOBAL, KTAP_OP_CLOSURE, KTAP_OP_CONCAT,
 		};
 		op = PICK(g, hot);
@@ -950,8 +1051,9 @@ static void random_insns(struct gen *g, uint32_t n)
 
 static void body(struct gen *g, uint32_t loopvar);
 
-static const uint32_t skip_ops[] = {
-	KTAP_OP_EQ, KTAP_OP_LT, KTAP_OP_LE, KTAP_OP_EQK, KTAP_OP_TEST,
+/* The compares: each stores a boolean that JMPT/JMPF then tests. */
+static const uint32_t cmp_ops[] = {
+	KTAP_OP_EQ, KTAP_OP_LT, KTAP_OP_LE, KTAP_OP_EQK,
 };
 
 /* CALLB builtin @id with the values of @args (registers); returns A. */
@@ -967,7 +1069,7 @@ static uint32_t call_builtin(struct gen *g, uint32_t id, const uint32_t *args,
 			emit(g, KTAP_INSN(KTAP_OP_MOVE, a + 1 + j, args[j], 0));
 		g->ty[a + 1 + j] = g->ty[args[j]];
 	}
-	emit(g, KTAP_INSN(KTAP_OP_CALLB, a, nargs, id));
+	emit(g, KTAP_INSN(KTAP_OP_CALLB, a, nargs, bslot(g, id)));
 	g->ty[a] = builtin_type(id);
 	return a;
 }
@@ -1017,26 +1119,26 @@ static void iterate(struct gen *g, uint32_t it)
 
 	if (it == NOWHERE || room(g) < 16)
 		return;
-	a = block(g, 4);
+	a = block(g, 3);	/* ITERNEXT: A..A+2 */
 	if (a == NOWHERE)
 		return;
 	if (a != it)
 		emit(g, KTAP_INSN(KTAP_OP_MOVE, a, it, 0));
 	g->ty[a] = TY_ITER;
-	protect(g, a, 4, 1);
+	protect(g, a, 3, 1);
 	j = emit(g, KTAP_INSN_BX(KTAP_OP_JMP, 0, 0));
 	top = pc(g);
 	if (chance(g, 50)) {
 		uint32_t args[2] = { a + 1, a + 2 };
 
-		call_builtin(g, KTAP_BI_print, args, 2);
+		call_builtin(g, BI_print, args, 2);
 	} else {
 		body(g, a + 1);
 	}
 	itn = emit(g, KTAP_INSN_BX(KTAP_OP_ITERNEXT, a, 0));
 	set_sbx(g, itn, chance(g, 5) ? itn : top);
 	set_sbx(g, j, itn);
-	protect(g, a, 4, -1);
+	protect(g, a, 3, -1);
 	g->shapes |= 1ULL << SH_ITER | 1ULL << SH_BACK_JUMP;
 }
 
@@ -1044,9 +1146,9 @@ static void iterate(struct gen *g, uint32_t it)
 static void walk(struct gen *g, uint32_t t)
 {
 	static const uint32_t ids[] = {
-		KTAP_BI_len, KTAP_BI_table_count, KTAP_BI_pairs,
-		KTAP_BI_sort_pairs, KTAP_BI_histogram, KTAP_BI_print_hist,
-		KTAP_BI_print_log2hist, KTAP_BI_delete,
+		BI_len, BI_table_count, BI_pairs,
+		BI_sort_pairs, BI_print_hist,
+		BI_print_log2hist, BI_delete,
 	};
 	uint32_t id, args[2], r;
 
@@ -1061,7 +1163,7 @@ static void walk(struct gen *g, uint32_t t)
 	}
 	id = PICK(g, ids);
 	args[0] = t;
-	if (id == KTAP_BI_sort_pairs && chance(g, 60)) {
+	if (id == BI_sort_pairs && chance(g, 60)) {
 		args[1] = get_function(g);
 		if (args[1] != NOWHERE) {
 			g->shapes |= 1ULL << SH_SORT_CMP;
@@ -1070,27 +1172,60 @@ static void walk(struct gen *g, uint32_t t)
 			return;
 		}
 	}
-	if (id == KTAP_BI_delete && chance(g, 50)) {
+	if (id == BI_delete && chance(g, 50)) {
 		args[1] = reg_of(g, TM_KEY);
 		call_builtin(g, id, args, 2);
 		return;
 	}
 	r = call_builtin(g, id, args, 1);
-	if ((id == KTAP_BI_pairs || id == KTAP_BI_sort_pairs) && chance(g, 70))
+	if ((id == BI_pairs || id == BI_sort_pairs) && chance(g, 70))
 		iterate(g, r);
 }
 
 /*
- * for v = start, limit, step do body end. Sometimes the FORPREP jumps
- * backward instead (to itself or into the loads before it).
+ * A counted loop as the compiler emits one (there is no loop
+ * instruction): registers a (the counter, also the loop variable),
+ * a + 1 (the limit), a + 2 (the step), a + 3 (the condition).
+ * loop_head() emits "R(a+3) := R(a) <= R(a+1)" (>= for a negative step)
+ * and the JMPF out, and returns the JMPF; loop_tail() adds the step,
+ * jumps back to the compare and aims the JMPF past the loop.
+ */
+static uint32_t loop_head(struct gen *g, uint32_t a, bool down)
+{
+	if (down)
+		emit(g, KTAP_INSN(KTAP_OP_LE, a + 3, a + 1, a));
+	else
+		emit(g, KTAP_INSN(KTAP_OP_LE, a + 3, a, a + 1));
+	g->ty[a + 3] = TY_BOOL;
+	return emit(g, KTAP_INSN_BX(KTAP_OP_JMPF, a + 3, 0));
+}
+
+static void loop_tail(struct gen *g, uint32_t a, uint32_t jf, bool self)
+{
+	uint32_t back;
+
+	emit(g, KTAP_INSN(KTAP_OP_ADD, a, a, a + 2));
+	back = emit(g, KTAP_INSN_BX(KTAP_OP_JMP, 0, 0));
+	/* now and then the JMP back loops on itself: only the budget ends it */
+	set_sbx(g, back, self ? back : jf - 1);
+	if (self)
+		g->shapes |= 1ULL << SH_SELF_LOOP;
+	set_sbx(g, jf, pc(g));
+	g->shapes |= 1ULL << SH_BACK_JUMP;
+}
+
+/*
+ * for v = start, limit, step do body end. Sometimes a JMPT on a true
+ * condition jumps backward instead (to itself or into the loads before
+ * it): a conditional loop only the budget ends.
  */
 static void for_loop(struct gen *g, int kind)
 {
 	static const int64_t limits[] = { 0, 1, 3, 10, 100, 1000, 30000, 100000 };
 	int64_t limit = PICK(g, limits), step = 1, start = 1;
-	uint32_t a = block(g, 4), first, prep, top, loop;
+	uint32_t a = block(g, 4), first, jf, at, s = NOWHERE;
 
-	if (a == NOWHERE || room(g) < 24)
+	if (a == NOWHERE || room(g) < 28)
 		return;
 	if (chance(g, 10))
 		step = -1;
@@ -1108,84 +1243,76 @@ static void for_loop(struct gen *g, int kind)
 	load_int(g, a + 2, step);
 	protect(g, a, 4, 1);
 	g->shapes |= 1ULL << SH_FOR;
-	if (chance(g, 6) && allowed(SH_FORPREP_BACK)) {
-		/* the uncharged backward FORPREP */
-		prep = emit(g, KTAP_INSN_BX(KTAP_OP_FORPREP, a, 0));
-		set_sbx(g, prep, chance(g, 40) ? prep : first + below(g, prep - first + 1));
-		g->shapes |= 1ULL << SH_FORPREP_BACK;
-		if (KTAP_SBX(g->f->code[prep]) == -1)
+	if (chance(g, 6) && allowed(SH_COND_BACK)) {
+		/* R(a+3) := R(a) == R(a), always true; JMPT back */
+		emit(g, KTAP_INSN(KTAP_OP_EQ, a + 3, a, a));
+		at = emit(g, KTAP_INSN_BX(KTAP_OP_JMPT, a + 3, 0));
+		set_sbx(g, at, chance(g, 40) ? at : first + below(g, at - first + 1));
+		g->shapes |= 1ULL << SH_COND_BACK;
+		if (KTAP_SBX(g->f->code[at]) == -1)
 			g->shapes |= 1ULL << SH_SELF_LOOP;
-	} else {
-		prep = emit(g, KTAP_INSN_BX(KTAP_OP_FORPREP, a, 0));
 	}
-	top = pc(g);
+	if (kind == 2) {
+		/* the string a concatenation loop grows starts before it */
+		s = dst_reg(g);
+		if (!g->prot[s]) {
+			emit(g, KTAP_INSN_BX(KTAP_OP_LOADK, s,
+					     g->kstr[below(g, g->nkstr)]));
+			g->ty[s] = TY_STR;
+		}
+	}
+	jf = loop_head(g, a, step < 0);
 	switch (kind) {
 	case 1: {	/* grow a table */
 		uint32_t t = get_table(g);
 
 		protect(g, t, 1, 1);
 		emit(g, KTAP_INSN(chance(g, 80) ? KTAP_OP_SETTABLE : KTAP_OP_INCTABLE,
-				  t, a + 3, a + 3));
+				  t, a, a));
 		if (chance(g, 20))
-			body(g, a + 3);
-		loop = emit(g, KTAP_INSN_BX(KTAP_OP_FORLOOP, a, 0));
-		set_sbx(g, loop, top);
-		set_sbx(g, prep, loop);
+			body(g, a);
+		loop_tail(g, a, jf, false);
 		protect(g, t, 1, -1);
-		g->shapes |= 1ULL << SH_TABLE_GROW | 1ULL << SH_BACK_JUMP;
+		g->shapes |= 1ULL << SH_TABLE_GROW;
 		walk(g, t);
 		protect(g, a, 4, -1);
 		return;
 	}
-	case 2: {	/* concatenate */
-		uint32_t s = dst_reg(g);
-
+	case 2:		/* concatenate */
 		if (g->prot[s])
 			break;
-		emit(g, KTAP_INSN_BX(KTAP_OP_LOADK, s, g->kstr[below(g, g->nkstr)]));
-		/* the loop starts after the LOADK */
-		top = pc(g);
-		emit(g, KTAP_INSN(KTAP_OP_CONCAT, s, s, chance(g, 50) ? s : a + 3));
+		emit(g, KTAP_INSN(KTAP_OP_CONCAT, s, s, chance(g, 50) ? s : a));
 		g->ty[s] = TY_STR;
 		g->shapes |= 1ULL << SH_CONCAT;
 		break;
-	}
 	case 3: {	/* an O(n) builtin per iteration */
 		uint32_t t = get_table(g);
 
 		protect(g, t, 1, 1);
-		top = pc(g);
 		walk(g, t);
 		protect(g, t, 1, -1);
 		g->shapes |= 1ULL << SH_WALK_LOOP;
 		break;
 	}
 	case 4: {	/* output */
-		uint32_t args[2] = { a + 3, a + 3 }, fmt = dst_reg(g);
+		uint32_t args[2] = { a, a }, fmt = dst_reg(g);
 
 		if (chance(g, 50) && !g->prot[fmt]) {
 			emit(g, KTAP_INSN_BX(KTAP_OP_LOADK, fmt, g->k_fmt_d));
 			g->ty[fmt] = TY_STR;
-			top = pc(g);
 			args[0] = fmt;
-			call_builtin(g, KTAP_BI_printf, args, 2);
+			call_builtin(g, BI_printf, args, 2);
 		} else {
-			call_builtin(g, KTAP_BI_print, args, 1 + below(g, 2));
+			call_builtin(g, BI_print, args, 1 + below(g, 2));
 		}
 		g->shapes |= 1ULL << SH_PRINT_LOOP;
 		break;
 	}
 	default:
-		body(g, a + 3);
+		body(g, a);
 		break;
 	}
-	loop = emit(g, KTAP_INSN_BX(KTAP_OP_FORLOOP, a, 0));
-	set_sbx(g, loop, chance(g, 3) ? loop : top);
-	if (KTAP_SBX(g->f->code[loop]) == -1)
-		g->shapes |= 1ULL << SH_SELF_LOOP;
-	if (KTAP_SBX(g->f->code[prep]) >= 0)
-		set_sbx(g, prep, loop);
-	g->shapes |= 1ULL << SH_BACK_JUMP;
+	loop_tail(g, a, jf, chance(g, 3));
 	protect(g, a, 4, -1);
 }
 
@@ -1203,7 +1330,7 @@ static void event_ops(struct gen *g)
 		emit(g, KTAP_INSN(KTAP_OP_CALL, r, 0, 1));
 		g->ty[r] = TY_STR;
 		args[0] = r;
-		call_builtin(g, KTAP_BI_print, args, 1);
+		call_builtin(g, BI_print, args, 1);
 		break;
 	case 1:	/* e:tostring() */
 		emit(g, KTAP_INSN(KTAP_OP_GETFIELD, r, 0, g->k_tostring));
@@ -1272,7 +1399,7 @@ static void aggregate(struct gen *g)
 {
 	uint32_t p, v, r, args[1];
 	static const uint32_t stats[] = {
-		KTAP_BI_count, KTAP_BI_sum, KTAP_BI_avg, KTAP_BI_min, KTAP_BI_max,
+		BI_count, BI_sum, BI_avg, BI_min, BI_max,
 	};
 
 	if (room(g) < 16)
@@ -1281,7 +1408,7 @@ static void aggregate(struct gen *g)
 	if (g->g_ptab != NOWHERE && chance(g, 60))
 		emit(g, KTAP_INSN_BX(KTAP_OP_GETGLOBAL, p, g->g_ptab));
 	else
-		emit(g, KTAP_INSN(KTAP_OP_CALLB, p, 0, KTAP_BI_ptable));
+		emit(g, KTAP_INSN(KTAP_OP_CALLB, p, 0, bslot(g, BI_ptable)));
 	g->ty[p] = TY_PTAB;
 	v = reg_of(g, TM(TY_INT));
 	r = reg_of(g, TM_KEY);
@@ -1304,20 +1431,23 @@ static void call_exit(struct gen *g)
 	uint32_t a = block(g, 2);
 
 	if (a != NOWHERE && chance(g, 30)) {
-		emit(g, KTAP_INSN(KTAP_OP_CALLB, a, 0, KTAP_BI_exit));
+		emit(g, KTAP_INSN(KTAP_OP_CALLB, a, 0, bslot(g, BI_exit)));
 		g->shapes |= 1ULL << SH_EXIT;
 	}
 }
 
-/* if (cond) { ... }: a conditional, its JMP over a block, the block. */
+/*
+ * if (cond) { ... }: a compare into a register, a JMPF (or, for "if
+ * not", a JMPT) on it over the block, the block.
+ */
 static void if_block(struct gen *g)
 {
-	uint32_t j;
+	uint32_t j, c;
 
-	if (!gen_insn(g, PICK(g, skip_ops)))	/* emits its JMP too */
+	if (room(g) < 8 || !gen_insn(g, PICK(g, cmp_ops)))
 		return;
-	j = pc(g) - 1;
-	g->nfix--;	/* that JMP's target is ours */
+	c = KTAP_A(g->f->code[pc(g) - 1]);
+	j = emit(g, KTAP_INSN_BX(chance(g, 75) ? KTAP_OP_JMPF : KTAP_OP_JMPT, c, 0));
 	body(g, NOWHERE);
 	set_sbx(g, j, pc(g));
 }
@@ -1357,33 +1487,21 @@ static void body(struct gen *g, uint32_t loopvar)
 /* ------------------------------------------------------------------ */
 /* Functions.                                                          */
 
-/* A conditional that always skips: the escape of the function-end shape. */
-static void forced_skip(struct gen *g)
+/*
+ * A compare whose result is known, into @r: true (R == R) or false
+ * (R < R on an integer), for a conditional branch that is surely taken
+ * or surely not.
+ */
+static void known_cond(struct gen *g, uint32_t r, bool truth)
 {
-	uint32_t r = any_reg(g);
+	uint32_t x = any_reg(g);
 
-	switch (below(g, 3)) {
-	case 0:	/* R == R is true, A = 0: skip */
-		emit(g, KTAP_INSN(KTAP_OP_EQ, 0, r, r));
-		break;
-	case 1:	/* truth(R) != 1 after LOADBOOL R, 0: skip */
-		if (g->prot[r] || room(g) < 4) {
-			emit(g, KTAP_INSN(KTAP_OP_EQ, 0, r, r));
-			break;
-		}
-		emit(g, KTAP_INSN(KTAP_OP_LOADBOOL, r, 0, 0));
-		g->ty[r] = TY_BOOL;
-		emit(g, KTAP_INSN(KTAP_OP_TEST, r, 0, 1));
-		break;
-	default: /* R <= R is true, A = 0: skip (if R is an int) */
-		if (g->prot[r] || room(g) < 4) {
-			emit(g, KTAP_INSN(KTAP_OP_EQ, 0, r, r));
-			break;
-		}
-		load_int(g, r, below(g, 10));
-		emit(g, KTAP_INSN(KTAP_OP_LE, 0, r, r));
-		break;
+	if (truth || g->prot[x] || room(g) < 4) {
+		emit(g, KTAP_INSN(KTAP_OP_EQ, r, x, x));
+		return;
 	}
+	load_int(g, x, below(g, 10));
+	emit(g, KTAP_INSN(KTAP_OP_LT, r, x, x));
 }
 
 /* How functions end; decided before their body (a short body gets there). */
@@ -1401,14 +1519,28 @@ static void finish_function(struct gen *g, bool skip_end)
 	uint32_t r = below(g, 100), i, n = g->f->ncode;
 
 	if (skip_end) {
-		/* conditional second to last, JMP last */
+		/*
+		 * A conditional branch last, aimed back into the function:
+		 * not taken, control falls past the end. Often the
+		 * condition makes that fall-through sure at run time.
+		 */
+		uint32_t c = dst_reg(g), at;
+		bool jmpt = chance(g, 50);
+
 		if (chance(g, 60))
-			forced_skip(g);
+			known_cond(g, c, !jmpt);
 		else
-			while (!gen_insn(g, PICK(g, skip_ops)))
+			while (!gen_insn(g, PICK(g, cmp_ops)))
 				;
-		if (KTAP_OP(g->f->code[pc(g) - 1]) != KTAP_OP_JMP)
-			gen_insn(g, KTAP_OP_JMP);
+		c = KTAP_A(g->f->code[pc(g) - 1]);
+		if (chance(g, 15) && nregs(g) >= 3) {
+			at = emit(g, KTAP_INSN_BX(KTAP_OP_ITERNEXT,
+						  below(g, nregs(g) - 2), 0));
+		} else {
+			at = emit(g, KTAP_INSN_BX(jmpt ? KTAP_OP_JMPT : KTAP_OP_JMPF,
+						  c, 0));
+		}
+		add_fixup(g, at, chance(g, 50) ? J_BACK : J_FIRST);
 		g->shapes |= 1ULL << SH_SKIP_END;
 		g->viol |= 1U << V_SKIP_END;
 		g->skip_end_fn = g->pi;
@@ -1522,17 +1654,15 @@ static void gen_main(struct gen *g)
 		emit(g, KTAP_INSN(KTAP_OP_NEWTABLE, r, 0, 0));
 		g->ty[r] = TY_TAB;
 		if (g->big_n) {
-			uint32_t a = block(g, 4), loop, prep;
+			uint32_t a = block(g, 4), jf;
 
 			if (a != NOWHERE && a != r && (a > r || a + 3 < r)) {
 				load_int(g, a, 1);
 				load_int(g, a + 1, g->big_n);
 				load_int(g, a + 2, 1);
-				prep = emit(g, KTAP_INSN_BX(KTAP_OP_FORPREP, a, 0));
-				emit(g, KTAP_INSN(KTAP_OP_SETTABLE, r, a + 3, a + 3));
-				loop = emit(g, KTAP_INSN_BX(KTAP_OP_FORLOOP, a, 0));
-				set_sbx(g, loop, prep + 1);
-				set_sbx(g, prep, loop);
+				jf = loop_head(g, a, false);
+				emit(g, KTAP_INSN(KTAP_OP_SETTABLE, r, a, a));
+				loop_tail(g, a, jf, false);
 				g->shapes |= 1ULL << SH_BIG_TABLE | 1ULL << SH_TABLE_GROW;
 			}
 		}
@@ -1546,7 +1676,7 @@ static void gen_main(struct gen *g)
 	}
 	if (g->g_ptab != NOWHERE) {
 		r = dst_reg(g);
-		emit(g, KTAP_INSN(KTAP_OP_CALLB, r, 0, KTAP_BI_ptable));
+		emit(g, KTAP_INSN(KTAP_OP_CALLB, r, 0, bslot(g, BI_ptable)));
 		emit(g, KTAP_INSN_BX(KTAP_OP_SETGLOBAL, r, g->g_ptab));
 		g->ty[r] = TY_PTAB;
 	}
@@ -1581,27 +1711,25 @@ static void gen_function(struct gen *g, uint32_t pi)
 	prologue(g);
 	if (g->handler[pi] && g->big_n && g->g_tab != NOWHERE && chance(g, 70)) {
 		/* the O(n)-per-firing shape: a loop of #t on the big table */
-		uint32_t a = block(g, 5), loop, prep, limit;
+		uint32_t a = block(g, 6), jf, limit;
 
 		if (a != NOWHERE && room(g) > 40) {
 			limit = PICK(g, ((const uint32_t[]){ 10, 1000, 30000 }));
-			emit(g, KTAP_INSN_BX(KTAP_OP_GETGLOBAL, a + 4, g->g_tab));
+			/* a..a+3 the loop, a+4 the result, a+5 the table */
+			emit(g, KTAP_INSN_BX(KTAP_OP_GETGLOBAL, a + 5, g->g_tab));
 			load_int(g, a, 1);
 			load_int(g, a + 1, limit);
 			load_int(g, a + 2, 1);
-			prep = emit(g, KTAP_INSN_BX(KTAP_OP_FORPREP, a, 0));
+			jf = loop_head(g, a, false);
 			if (chance(g, 60))
-				emit(g, KTAP_INSN(KTAP_OP_LEN, a + 3, a + 4, 0));
-			else
-				emit(g, KTAP_INSN(KTAP_OP_CALLB, a + 3, 1,
-						  chance(g, 50) ? KTAP_BI_len
-								: KTAP_BI_table_count));
-			loop = emit(g, KTAP_INSN_BX(KTAP_OP_FORLOOP, a, 0));
-			set_sbx(g, loop, prep + 1);
-			set_sbx(g, prep, loop);
-			g->ty[a + 4] = TY_TAB;
+				emit(g, KTAP_INSN(KTAP_OP_LEN, a + 4, a + 5, 0));
+			else	/* CALLB a+4 reads its argument from a+5 */
+				emit(g, KTAP_INSN(KTAP_OP_CALLB, a + 4, 1,
+						  bslot(g, chance(g, 50) ? BI_len
+								: BI_table_count)));
+			loop_tail(g, a, jf, false);
+			g->ty[a + 5] = TY_TAB;
 			g->shapes |= 1ULL << SH_WALK_LOOP | 1ULL << SH_WALK;
-			/* the callb form reads its argument from a + 4 */
 		}
 	}
 	skip_end = plan_skip_end(g, &len);
@@ -1612,9 +1740,58 @@ static void gen_function(struct gen *g, uint32_t pi)
 /* ------------------------------------------------------------------ */
 /* The image plan: probes, functions, globals, load attributes.        */
 
+/*
+ * Tracepoint patterns the kernel resolves at attach, with two fields of
+ * the events' own formats (so that a fields entry naming one attaches:
+ * at least one matched event must have it). The common_* fields are in
+ * no event's own format: an EVFIELD entry for one fails the attach.
+ */
+static const struct {
+	const char *pattern, *field[2];
+} tp_patterns[] = {
+	{ "syscalls:sys_enter_getppid", { "__syscall_nr", "__syscall_nr" } },
+	{ "syscalls:sys_exit_getppid", { "ret", "__syscall_nr" } },
+	{ "syscalls:sys_*_getppid", { "ret", "__syscall_nr" } },
+	{ "syscalls:sys_?xit_getppid", { "__syscall_nr", "ret" } },
+	{ "syscalls:sys_enter_getpp?d", { "__syscall_nr", "__syscall_nr" } },
+	{ "raw_syscalls:sys_enter", { "id", "args" } },
+};
+
+/*
+ * The fields section: for some probes, an entry or two that EVFIELD
+ * reads. On a tracepoint the name is one its events have, now and then
+ * one they all lack (then START must fail); on the other probes any
+ * name, which is read by name at run time.
+ */
+static void plan_fields(struct gen *g, const char * const *const *tp_field)
+{
+	static const char * const names[] = {
+		"common_pid", "ret", "name", "sc_nr", "id", "pid",
+	};
+	struct ki_image *im = g->im;
+	uint32_t i, j, n;
+
+	for (i = 0; i < im->np; i++) {
+		n = chance(g, 40) ? 1 + below(g, 2) : 0;
+		for (j = 0; j < n && im->nfl < KI_FIELDS; j++) {
+			if (tp_field[i] && chance(g, 4)) {
+				ki_field(im, i, chance(g, 70) ?
+					 "ktap_gen_fuzz_no_such_field" :
+					 "common_pid");
+				g->shapes |= 1ULL << SH_FIELD_MISSING;
+			} else if (tp_field[i]) {
+				ki_field(im, i, tp_field[i][!chance(g, 70)]);
+			} else {
+				ki_field(im, i, PICK(g, names));
+			}
+		}
+	}
+}
+
 static void plan_probes(struct gen *g)
 {
-	uint32_t n = 1 + below(g, 3), i, ids[2];
+	uint32_t n = 1 + below(g, 3), i, t;
+	const char * const *tp_field[KI_PROBES] = { NULL };
 	struct ki_image *im = g->im;
 
 	for (i = 0; i < n; i++) {
@@ -1622,35 +1799,45 @@ static void plan_probes(struct gen *g)
 		uint64_t period = (1 + below(g, 10)) * 1000000ULL;
 
 		if (r < 40) {
-			ki_probe(im, KTAP_PROBE_TIMER, 0, "tick", NULL, period, NULL, 0);
+			ki_probe(im, KTAP_PROBE_TIMER, 0, "tick", NULL, period);
 			g->shapes |= 1ULL << SH_TIMER;
 		} else if (r < 62) {
-			ki_probe(im, KTAP_PROBE_PROFILE, 0, "profile", NULL, period,
-				 NULL, 0);
+			ki_probe(im, KTAP_PROBE_PROFILE, 0, "profile", NULL, period);
 			g->shapes |= 1ULL << SH_PROFILE;
 		} else if (r < 82 && ev_enter >= 0) {
-			ids[0] = chance(g, 97) ? (uint32_t)ev_enter : 1000000 + below(g, 1000);
-			ids[1] = ev_exit;
-			ki_probe(im, KTAP_PROBE_TRACEPOINT, 0, "syscalls:getppid",
-				 NULL, 0, ids, ev_exit >= 0 && chance(g, 30) ? 2 : 1);
+			/* raw_syscalls fire on every syscall: keep them rare */
+			t = below(g, ARRAY_SIZE(tp_patterns));
+			if (!strncmp(tp_patterns[t].pattern, "raw_", 4) && chance(g, 70))
+				t = 0;
+			if (chance(g, 3)) {
+				ki_probe(im, KTAP_PROBE_TRACEPOINT, 0, "tp",
+					 chance(g, 50) ? "ktap_gen_fuzz:*" :
+					 "syscalls:sys_enter_ktap_none", 0);
+				g->shapes |= 1ULL << SH_TP_NOMATCH;
+			} else {
+				tp_field[im->np] = tp_patterns[t].field;
+				ki_probe(im, KTAP_PROBE_TRACEPOINT, 0, "tp",
+					 tp_patterns[t].pattern, 0);
+			}
 			g->shapes |= 1ULL << SH_TP;
 		} else if (r < 87) {
 			/* see KPROBE_TARGET */
 			ki_probe(im, KTAP_PROBE_KPROBE, chance(g, 30) ? KTAP_PROBE_F_RETURN : 0,
 				 "kprobe", chance(g, 95) ? KPROBE_TARGET
 							 : "ktap_gen_fuzz_no_such_function",
-				 0, NULL, 0);
+				 0);
 			g->shapes |= 1ULL << SH_KPROBE;
 		} else {
-			ki_probe(im, KTAP_PROBE_END, 0, "end", NULL, 0, NULL, 0);
+			ki_probe(im, KTAP_PROBE_END, 0, "end", NULL, 0);
 			g->shapes |= 1ULL << SH_END;
 		}
 	}
 	if (chance(g, 30)) {
-		ki_probe(im, KTAP_PROBE_END, 0, "end", NULL, 0, NULL, 0);
+		ki_probe(im, KTAP_PROBE_END, 0, "end", NULL, 0);
 		g->shapes |= 1ULL << SH_END;
 	}
 	g->nprobes = im->np;
+	plan_fields(g, tp_field);
 }
 
 static void plan_functions(struct gen *g)
@@ -1771,7 +1958,7 @@ static void plan_attrs(struct gen *g)
 	g->alarm_ms = g->big_n ? 3000 : 250;
 }
 
-/* Words in no function: after a function whose end may skip into them. */
+/* Words in no function: after a function whose last branch may fall into them. */
 static void plan_gaps(struct gen *g)
 {
 	struct ki_image *im = g->im;
@@ -1781,10 +1968,13 @@ static void plan_gaps(struct gen *g)
 	    !allowed(SH_GAP) || !allowed(SH_TAIL))
 		return;
 	n = 1 + below(g, 4);
-	/* before function f (im->nf: after the last one), often right after a skip at the end */
+	/*
+	 * before function f (im->nf: after the last one), often right
+	 * after a function whose last branch falls off its end
+	 */
 	f = g->skip_end_fn != NOWHERE && chance(g, 60) ? g->skip_end_fn + 1 :
 	    below(g, im->nf + 1);
-	/* what a skip past a function's end would run */
+	/* what a fall-through past a function's end would run */
 	for (i = 0; i < n; i++) {
 		uint32_t w, r = below(g, 100);
 
@@ -1814,11 +2004,6 @@ static void plan_gaps(struct gen *g)
 
 /* ------------------------------------------------------------------ */
 /* Deliberate violations: exactly one, in about a third of the images. */
-
-static bool is_skip(uint32_t op)
-{
-	return op < KTAP_OP__COUNT && (opinfo[op].flags & KTAP_OPF_SKIP);
-}
 
 /* Find an instruction with an operand of @kind; returns its proto. */
 static bool find_operand(struct gen *g, uint8_t kind, uint32_t *pf, uint32_t *pat,
@@ -1921,17 +2106,24 @@ static bool violate(struct gen *g, int v)
 	case V_BUILTIN:
 		if (!find_operand(g, KTAP_OPK_BUILTIN, &fi, &at, &k))
 			return false;
-		return put(g, fi, at, k, KTAP_BI__COUNT + below(g, 256 - KTAP_BI__COUNT));
+		if (im->nb >= 256)
+			return false;
+		return put(g, fi, at, k, im->nb + below(g, 256 - im->nb));
 	case V_ARGC: {
-		uint32_t bi, b;
+		uint32_t b;
+		int bi;
 
 		if (!find_operand(g, KTAP_OPK_BUILTIN, &fi, &at, &k))
 			return false;
 		w = &im->f[fi].code[at];
-		bi = KTAP_C(*w);
+		if (KTAP_C(*w) >= im->nb)
+			return false;
+		bi = builtin_by_name(im->str + im->b[KTAP_C(*w)]);
+		if (bi < 0)
+			return false;
 		if (biinfo[bi].min > 0)
 			b = biinfo[bi].min - 1;
-		else if (biinfo[bi].max < KTAP_MAX_ARGS &&
+		else if (biinfo[bi].max < GEN_MAX_ARGS &&
 			 KTAP_A(*w) + biinfo[bi].max + 1 < im->f[fi].nregs)
 			b = biinfo[bi].max + 1;
 		else
@@ -1964,23 +2156,24 @@ static bool violate(struct gen *g, int v)
 			      (KTAP_OP__COUNT + below(g, 256 - KTAP_OP__COUNT));
 		g->shapes |= 1ULL << SH_UNKNOWN_OP;
 		return true;
-	case V_SKIP_NOJMP: {
-		uint32_t tries;
-
-		for (tries = 0; tries < 64; tries++) {
-			fi = below(g, im->nf);
-			f = &im->f[fi];
-			at = below(g, f->ncode);
-			op = KTAP_OP(f->code[at]);
-			if (op < KTAP_OP__COUNT && (opinfo[op].flags & KTAP_OPF_SKIP) &&
-			    at + 1 < f->ncode) {
-				/* a harmless instruction where the JMP was */
-				f->code[at + 1] = KTAP_INSN(KTAP_OP_LOADBOOL, 0, 0, 0);
-				return true;
-			}
+	case V_BUILTIN_NAME:
+		/*
+		 * A builtins entry the kernel cannot resolve: a name it does
+		 * not know (an entry CALLB uses, or an extra one: all are
+		 * resolved at load), or an offset outside the string table.
+		 */
+		if (im->nstr + 64 >= KI_STRTAB || im->nb >= KI_BUILTINS)
+			return false;
+		if (chance(g, 15)) {
+			im->b[im->nb ? below(g, im->nb) : im->nb++] =
+				0x80000000U + below(g, 1000);
+			return true;
 		}
-		return false;
-	}
+		if (im->nb && chance(g, 70))
+			im->b[below(g, im->nb)] = ki_str(im, PICK(g, bad_builtins));
+		else
+			im->b[im->nb++] = ki_str(im, PICK(g, bad_builtins));
+		return true;
 	case V_LAST:
 		fi = below(g, im->nf);
 		f = &im->f[fi];
@@ -1996,8 +2189,7 @@ static bool violate(struct gen *g, int v)
 		at = below(g, f->ncode - 1);
 		/* replace a non-jump instruction: the rest stays valid */
 		op = KTAP_OP(f->code[at]);
-		if (op >= KTAP_OP__COUNT || opinfo[op].kind[1] == KTAP_OPK_JUMP ||
-		    is_skip(op) || (at && is_skip(KTAP_OP(f->code[at - 1]))))
+		if (op >= KTAP_OP__COUNT || opinfo[op].kind[1] == KTAP_OPK_JUMP)
 			return false;
 		f->code[at] = KTAP_INSN_BX(KTAP_OP_ATTACH, 0, below(g, im->np));
 		return true;
@@ -2064,17 +2256,17 @@ static bool violate(struct gen *g, int v)
 			return false;
 		im->p[below(g, im->np)].type = KTAP_PROBE__COUNT + below(g, 100);
 		return true;
-	case V_TP_IDS: {
-		uint32_t i;
-
-		for (i = 0; i < im->np; i++) {
-			if (im->p[i].type == KTAP_PROBE_TRACEPOINT) {
-				im->p[i].nids = 0;
-				return true;
-			}
-		}
-		return false;
-	}
+	case V_FIELD:
+		/* an EVFIELD past the section, or an entry's probe or name */
+		if (find_operand(g, KTAP_OPK_FIELD, &fi, &at, &k) && chance(g, 50))
+			return put(g, fi, at, k, im->nfl + below(g, 4));
+		if (!im->nfl)
+			return false;
+		if (chance(g, 50))
+			im->fl[below(g, im->nfl)].probe = im->np + below(g, 3);
+		else
+			im->fl[below(g, im->nfl)].name = 0x80000000U + below(g, 1000);
+		return true;
 	default:
 		return false;
 	}
@@ -2083,18 +2275,19 @@ static bool violate(struct gen *g, int v)
 /* The violations chosen on purpose (the others come from shapes). */
 static const int chosen_violations[] = {
 	V_REG, V_CONST, V_KTYPE, V_UPV, V_GLOBAL, V_PROTO, V_BOOL, V_NONZERO,
-	V_BUILTIN, V_ARGC, V_PROBE, V_JUMP, V_OPCODE, V_SKIP_NOJMP, V_LAST,
+	V_BUILTIN, V_ARGC, V_PROBE, V_JUMP, V_OPCODE, V_BUILTIN_NAME, V_LAST,
 	V_MAIN_ONLY, V_UPV_DESC, V_NREGS, V_PARENT, V_MEM, V_PERIOD,
-	V_PROBE_TYPE, V_TP_IDS,
+	V_PROBE_TYPE, V_FIELD,
 };
 
 /* ------------------------------------------------------------------ */
 /*
  * The rules an image must follow, as this test reads the UAPI header and
  * issue 8: what kernel/trace/ktap/vm_load.c checks one rule at a time,
- * plus the two that make the checks sound (no skip past a function's
- * end, functions cover the code section exactly) and the budget
- * ceiling. Returns NULL or the first broken rule; used to check the
+ * plus the two that make the checks sound (no successor of an
+ * instruction past its function, functions cover the code section
+ * exactly), the names the kernel must resolve (builtins; fields entries
+ * in range) and the budget ceiling. Returns NULL or the first broken rule; used to check the
  * generator itself (-x) and to tell the kernel's rejections of images
  * the generator meant to be valid apart.
  */
@@ -2118,9 +2311,13 @@ static const char *self_check(const struct gen *g)
 		if ((p->type == KTAP_PROBE_TIMER || p->type == KTAP_PROBE_PROFILE) &&
 		    (p->arg < 10000 || p->arg > 3600ULL * 1000000000ULL))
 			return viol_name[V_PERIOD];
-		if (p->type == KTAP_PROBE_TRACEPOINT && !p->nids)
-			return viol_name[V_TP_IDS];
 	}
+	for (j = 0; j < im->nb; j++)
+		if (im->b[j] >= im->nstr || builtin_by_name(im->str + im->b[j]) < 0)
+			return viol_name[V_BUILTIN_NAME];
+	for (j = 0; j < im->nfl; j++)
+		if (im->fl[j].probe >= im->np || im->fl[j].name >= im->nstr)
+			return viol_name[V_FIELD];
 	for (fi = 0; fi < im->nf; fi++) {
 		const struct ki_func *f = &im->f[fi];
 		const struct ki_func *pf;
@@ -2167,8 +2364,8 @@ static const char *self_check(const struct gen *g)
 					if (v >= f->nregs)
 						return viol_name[V_REG];
 					break;
-				case KTAP_OPK_REG4:
-					if (v + 3 >= f->nregs)
+				case KTAP_OPK_REG3:
+					if (v + 2 >= f->nregs)
 						return viol_name[V_REG];
 					break;
 				case KTAP_OPK_RCNT:
@@ -2206,11 +2403,21 @@ static const char *self_check(const struct gen *g)
 					if (v > 1)
 						return viol_name[V_BOOL];
 					break;
-				case KTAP_OPK_BUILTIN:
-					if (v >= KTAP_BI__COUNT)
+				case KTAP_OPK_BUILTIN: {
+					int bi;
+
+					if (v >= im->nb)
 						return viol_name[V_BUILTIN];
-					if (KTAP_B(w) < biinfo[v].min || KTAP_B(w) > biinfo[v].max)
+					/* entries were checked above */
+					bi = builtin_by_name(im->str + im->b[v]);
+					if (KTAP_B(w) < biinfo[bi].min ||
+					    KTAP_B(w) > biinfo[bi].max)
 						return viol_name[V_ARGC];
+					break;
+				}
+				case KTAP_OPK_FIELD:
+					if (v >= im->nfl)
+						return viol_name[V_FIELD];
 					break;
 				case KTAP_OPK_PROBE:
 					if (v >= im->np)
@@ -2222,13 +2429,15 @@ static const char *self_check(const struct gen *g)
 			}
 			if ((oi->flags & KTAP_OPF_MAIN) && fi)
 				return viol_name[V_MAIN_ONLY];
-			if (oi->flags & KTAP_OPF_SKIP) {
-				if (at + 1 >= f->ncode || KTAP_OP(f->code[at + 1]) != KTAP_OP_JMP)
-					return viol_name[V_SKIP_NOJMP];
-				if (at + 2 >= f->ncode)
-					return viol_name[V_SKIP_END];
-			}
-			if (at + 1 == f->ncode && op != KTAP_OP_RETURN && op != KTAP_OP_JMP)
+			/*
+			 * The last instruction's successors: a conditional
+			 * branch falls past the end when not taken; anything
+			 * but RETURN (END) or JMP (GOTO) does.
+			 */
+			if (at + 1 == f->ncode && (oi->flags & KTAP_OPF_BRANCH))
+				return viol_name[V_SKIP_END];
+			if (at + 1 == f->ncode &&
+			    !(oi->flags & (KTAP_OPF_END | KTAP_OPF_GOTO)))
 				return viol_name[V_LAST];
 		}
 	}
@@ -2340,8 +2549,16 @@ static void print_listing(const struct gen *g, const struct ki_image *im)
 	say("image %lu: insn_budget %u, mem_limit_kb %u, flags %u, pid filter %d, cpu %d, run %u ms",
 	    g->index, g->budget, g->mem_kb, g->flags, g->pid_filter, g->cpu, g->run_ms);
 	for (j = 0; j < im->np; j++)
-		say("probe %u: type %u flags %u arg %llu nids %u", j, im->p[j].type,
-		    im->p[j].flags, (unsigned long long)im->p[j].arg, im->p[j].nids);
+		say("probe %u: type %u flags %u arg %llu target %s", j, im->p[j].type,
+		    im->p[j].flags, (unsigned long long)im->p[j].arg,
+		    im->p[j].target < im->nstr ? im->str + im->p[j].target : "-");
+	for (j = 0; j < im->nb; j++)
+		say("builtin %u: %s", j, im->b[j] < im->nstr ? im->str + im->b[j] :
+		    "(name outside the string table)");
+	for (j = 0; j < im->nfl; j++)
+		say("field %u: probe %u %s", j, im->fl[j].probe,
+		    im->fl[j].name < im->nstr ? im->str + im->fl[j].name :
+		    "(name outside the string table)");
 	for (fi = 0; fi < im->nf; fi++) {
 		const struct ki_func *f = &im->f[fi];
 
@@ -3095,7 +3312,7 @@ static void help_exit(const char *prog)
 		"          [-k hangs] [-t seconds] [-w watchdog_ms] [count [seed]]\n"
 		"  -i N   only image N of the seed's stream\n"
 		"  -k N   go on after hangs, up to N (default 1: stop at the first)\n"
-		"  -D S,S do not generate these shapes (SKIP_END, GAP, FORPREP_BACK,\n"
+		"  -D S,S do not generate these shapes (SKIP_END, GAP, COND_BACK,\n"
 		"         SELF_LOOP, BACK_JUMP, BIG_TABLE, BUDGET_BIG, TAIL)\n"
 		"  -x     print the image(s), do not run them\n"
 		"  -f F   run the image in file F once (default attributes)\n",
@@ -3243,8 +3460,7 @@ int main(int argc, char **argv)
 
 		unsigned long mismatch = 0, nviol = 0;
 
-		ev_enter = 1;	/* placeholders: no tracefs needed */
-		ev_exit = 2;
+		ev_enter = 1;	/* placeholder: no tracefs needed */
 		for (n = first_index; n < first_index + count; n++) {
 			const char *broken;
 			size_t len;
@@ -3287,7 +3503,6 @@ int main(int argc, char **argv)
 		ksft_finished();
 	}
 	ev_enter = ki_event_id("syscalls/sys_enter_getppid");
-	ev_exit = ki_event_id("syscalls/sys_exit_getppid");
 	probe_ceiling();
 	taint0 = read_taint();
 	ksft_print_msg("gen-fuzz: %lu images from index %lu, seed 0x%llx, %u workers, watchdog %u+%u ms, insn_budget ceiling %s%u, getppid event %d\n",

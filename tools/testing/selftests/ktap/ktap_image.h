@@ -25,7 +25,7 @@
  * includes this file (ktap_gen_fuzz.c does).
  */
 #ifndef KI_MAX
-#define KI_MAX		64	/* code words of a function, consts, words */
+#define KI_MAX		64	/* code words of a function, consts */
 #endif
 #ifndef KI_FUNCS
 #define KI_FUNCS	8	/* functions */
@@ -35,6 +35,12 @@
 #endif
 #ifndef KI_STRTAB
 #define KI_STRTAB	1024	/* bytes of string table */
+#endif
+#ifndef KI_BUILTINS
+#define KI_BUILTINS	16	/* names in the builtins section */
+#endif
+#ifndef KI_FIELDS
+#define KI_FIELDS	16	/* entries of the fields section */
 #endif
 #ifndef KI_GAPS
 #define KI_GAPS		16	/* code words that no function covers */
@@ -70,8 +76,10 @@ struct ki_image {
 	uint32_t nstr;
 	struct ktap_bc_probe p[KI_PROBES];
 	uint32_t np;
-	uint32_t w[KI_MAX];
-	uint32_t nw;
+	uint32_t b[KI_BUILTINS];	/* builtins section: strtab offsets */
+	uint32_t nb;
+	struct ktap_bc_field fl[KI_FIELDS];
+	uint32_t nfl;
 	struct ktap_bc_upval uv[KI_MAX];
 	uint32_t nuv;
 	uint32_t gap[KI_GAPS];
@@ -119,6 +127,36 @@ static inline uint32_t ki_kint(struct ki_image *im, int64_t v)
 	return im->nk++;
 }
 
+/*
+ * The builtins-section index of builtin @name, adding it on first use:
+ * CALLB's C operand. Names are interned so a test that calls print
+ * twice names it once, as the compiler does; a test that wants a
+ * duplicate or a bogus entry writes im->b directly.
+ */
+static inline uint8_t ki_builtin(struct ki_image *im, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < im->nb; i++)	/* skipping bogus offsets a test set */
+		if (im->b[i] < im->nstr && !strcmp(im->str + im->b[i], name))
+			return i;
+	if (im->nb >= KI_BUILTINS)
+		abort();
+	im->b[im->nb] = ki_str(im, name);
+	return im->nb++;
+}
+
+/* A fields-section entry: field @name of probe @probe's events. */
+static inline uint32_t ki_field(struct ki_image *im, uint32_t probe,
+				const char *name)
+{
+	if (im->nfl >= KI_FIELDS)
+		abort();
+	im->fl[im->nfl].probe = probe;
+	im->fl[im->nfl].name = ki_str(im, name);
+	return im->nfl++;
+}
+
 /* A new function; function 0 is the main chunk. */
 static inline struct ki_func *ki_func(struct ki_image *im, uint8_t nparams,
 				      uint8_t nregs)
@@ -141,25 +179,23 @@ static inline void ki_op(struct ki_func *f, uint32_t insn)
 	f->code[f->ncode++] = insn;
 }
 
+/*
+ * A probe. For a tracepoint @target is the "SYSTEM:EVENT" pattern (globs
+ * allowed) the kernel resolves at attach.
+ */
 static inline uint32_t ki_probe(struct ki_image *im, uint32_t type,
 				uint32_t flags, const char *spec,
-				const char *target, uint64_t arg,
-				const uint32_t *ids, uint32_t nids)
+				const char *target, uint64_t arg)
 {
 	struct ktap_bc_probe *p = &im->p[im->np];
 
-	if (im->np >= KI_PROBES || im->nw + nids > KI_MAX)
+	if (im->np >= KI_PROBES)
 		abort();
 	p->type = type;
 	p->flags = flags;
 	p->spec = ki_str(im, spec);
 	p->target = target ? ki_str(im, target) : KTAP_BC_NO_STR;
 	p->arg = arg;
-	p->ids_start = im->nw;
-	p->nids = nids;
-	if (nids)
-		memcpy(im->w + im->nw, ids, nids * sizeof(*ids));
-	im->nw += nids;
 	return im->np++;
 }
 
@@ -248,7 +284,8 @@ static inline void *ki_build(struct ki_image *im, size_t *lenp)
 	KI_SECT(lines, nlines, 4);
 	KI_SECT(upvals, im->nuv, sizeof(struct ktap_bc_upval));
 	KI_SECT(probes, im->np, sizeof(struct ktap_bc_probe));
-	KI_SECT(words, im->nw, 4);
+	KI_SECT(builtins, im->nb, 4);
+	KI_SECT(fields, im->nfl, sizeof(struct ktap_bc_field));
 #undef KI_SECT
 	h.magic = KTAP_BC_MAGIC;
 	h.abi_version = KTAP_ABI_VERSION;
@@ -270,8 +307,10 @@ static inline void *ki_build(struct ki_image *im, size_t *lenp)
 		memcpy(buf + h.upvals.off, im->uv, im->nuv * sizeof(*im->uv));
 	if (im->np)
 		memcpy(buf + h.probes.off, im->p, im->np * sizeof(*im->p));
-	if (im->nw)
-		memcpy(buf + h.words.off, im->w, im->nw * 4);
+	if (im->nb)
+		memcpy(buf + h.builtins.off, im->b, im->nb * 4);
+	if (im->nfl)
+		memcpy(buf + h.fields.off, im->fl, im->nfl * sizeof(*im->fl));
 	*lenp = off;
 	return buf;
 }
@@ -284,7 +323,7 @@ static inline void *ki_hello(const char *msg, size_t *len)
 	uint32_t k = ki_kstr(&im, msg);
 
 	ki_op(m, KTAP_INSN_BX(KTAP_OP_LOADK, 1, k));
-	ki_op(m, KTAP_INSN(KTAP_OP_CALLB, 0, 1, KTAP_BI_print));
+	ki_op(m, KTAP_INSN(KTAP_OP_CALLB, 0, 1, ki_builtin(&im, "print")));
 	ki_op(m, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
 	return ki_build(&im, len);
 }
@@ -295,8 +334,7 @@ static inline void *ki_hello(const char *msg, size_t *len)
  */
 static inline void *ki_probe_prog(uint32_t type, uint32_t flags,
 				  const char *spec, const char *target,
-				  uint64_t arg, const uint32_t *ids,
-				  uint32_t nids, const char *end_msg,
+				  uint64_t arg, const char *end_msg,
 				  size_t *len)
 {
 	struct ki_image im = { 0 };
@@ -305,8 +343,9 @@ static inline void *ki_probe_prog(uint32_t type, uint32_t flags,
 	struct ki_func *e = ki_func(&im, 0, 4);
 	uint32_t kts = ki_kstr(&im, "tostring");
 	uint32_t kend = ki_kstr(&im, end_msg);
-	uint32_t p = ki_probe(&im, type, flags, spec, target, arg, ids, nids);
-	uint32_t pe = ki_probe(&im, KTAP_PROBE_END, 0, "end", NULL, 0, NULL, 0);
+	uint32_t p = ki_probe(&im, type, flags, spec, target, arg);
+	uint32_t pe = ki_probe(&im, KTAP_PROBE_END, 0, "end", NULL, 0);
+	uint8_t bprint = ki_builtin(&im, "print");
 
 	ki_op(m, KTAP_INSN_BX(KTAP_OP_CLOSURE, 0, 1));
 	ki_op(m, KTAP_INSN_BX(KTAP_OP_ATTACH, 0, p));
@@ -318,31 +357,38 @@ static inline void *ki_probe_prog(uint32_t type, uint32_t flags,
 	ki_op(h, KTAP_INSN(KTAP_OP_GETFIELD, 1, 0, kts));
 	ki_op(h, KTAP_INSN(KTAP_OP_CALL, 1, 0, 1));
 	ki_op(h, KTAP_INSN(KTAP_OP_MOVE, 3, 1, 0));
-	ki_op(h, KTAP_INSN(KTAP_OP_CALLB, 2, 1, KTAP_BI_print));
+	ki_op(h, KTAP_INSN(KTAP_OP_CALLB, 2, 1, bprint));
 	ki_op(h, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
 
 	ki_op(e, KTAP_INSN_BX(KTAP_OP_LOADK, 1, kend));
-	ki_op(e, KTAP_INSN(KTAP_OP_CALLB, 0, 1, KTAP_BI_print));
+	ki_op(e, KTAP_INSN(KTAP_OP_CALLB, 0, 1, bprint));
 	ki_op(e, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
 	return ki_build(&im, len);
 }
 
-/* One tracepoint probe whose handler does print(e.FIELD). */
-static inline void *ki_field_prog(const uint32_t *ids, uint32_t nids,
-				  const char *field, size_t *len)
+/*
+ * One tracepoint probe on @pattern whose handler does print(e.FIELD):
+ * by name through GETFIELD, or with @evfield through EVFIELD and a
+ * fields-section entry, which the kernel resolves at attach.
+ */
+static inline void *ki_field_prog(const char *pattern, const char *field,
+				  int evfield, size_t *len)
 {
 	struct ki_image im = { 0 };
 	struct ki_func *m = ki_func(&im, 0, 4);
 	struct ki_func *h = ki_func(&im, 1, 4);
-	uint32_t kf = ki_kstr(&im, field);
-	uint32_t p = ki_probe(&im, KTAP_PROBE_TRACEPOINT, 0, "tp", NULL, 0,
-			      ids, nids);
+	uint32_t p = ki_probe(&im, KTAP_PROBE_TRACEPOINT, 0, "tp", pattern, 0);
 
 	ki_op(m, KTAP_INSN_BX(KTAP_OP_CLOSURE, 0, 1));
 	ki_op(m, KTAP_INSN_BX(KTAP_OP_ATTACH, 0, p));
 	ki_op(m, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
-	ki_op(h, KTAP_INSN(KTAP_OP_GETFIELD, 3, 0, kf));
-	ki_op(h, KTAP_INSN(KTAP_OP_CALLB, 2, 1, KTAP_BI_print));
+	if (evfield)
+		ki_op(h, KTAP_INSN_BX(KTAP_OP_EVFIELD, 3,
+				      ki_field(&im, p, field)));
+	else
+		ki_op(h, KTAP_INSN(KTAP_OP_GETFIELD, 3, 0,
+				   ki_kstr(&im, field)));
+	ki_op(h, KTAP_INSN(KTAP_OP_CALLB, 2, 1, ki_builtin(&im, "print")));
 	ki_op(h, KTAP_INSN(KTAP_OP_RETURN, 0, 0, 0));
 	return ki_build(&im, len);
 }

@@ -43,24 +43,22 @@ static void add_seed(void *img, size_t len)
 
 static void make_seeds(void)
 {
-	int e = ki_event_id("syscalls/sys_enter_getppid");
-	int x = ki_event_id("syscalls/sys_exit_getppid");
-	uint32_t ids[2] = { e, x };
 	size_t len;
 	void *img;
 
 	img = ki_hello("fuzz", &len);
 	add_seed(img, len);
-	if (e >= 0 && x >= 0) {
-		img = ki_probe_prog(KTAP_PROBE_TRACEPOINT, 0, "syscalls:getppid",
-				    NULL, 0, ids, 2, "end", &len);
-		add_seed(img, len);
-	}
+	/* a pattern the kernel resolves at attach: valid on any kernel */
+	img = ki_probe_prog(KTAP_PROBE_TRACEPOINT, 0, "syscalls:getppid",
+			    "syscalls:sys_*_getppid", 0, "end", &len);
+	add_seed(img, len);
+	img = ki_field_prog("raw_syscalls:sys_enter", "id", 1, &len);
+	add_seed(img, len);
 	img = ki_probe_prog(KTAP_PROBE_TIMER, 0, "tick-1ms", NULL, 1000000,
-			    NULL, 0, "end", &len);
+			    "end", &len);
 	add_seed(img, len);
 	img = ki_probe_prog(KTAP_PROBE_KPROBE, 0, "kprobe:__x64_sys_getppid",
-			    "__x64_sys_getppid", 0, NULL, 0, "end", &len);
+			    "__x64_sys_getppid", 0, "end", &len);
 	add_seed(img, len);
 }
 
@@ -179,7 +177,7 @@ int main(int argc, char **argv)
 		arm_alarm();
 		if (ioctl(fd, KTAP_IOC_START)) {
 			disarm_alarm();
-			/* attach refused: bad event id, symbol, offset */
+			/* attach refused: pattern, field, symbol, offset */
 			if (errno == EINVAL || errno == ENOENT ||
 			    errno == E2BIG || errno == EPERM ||
 			    errno == EILSEQ || errno == EOPNOTSUPP) {

@@ -8,16 +8,20 @@
  *    ioctl structures are bounded in size;
  *  - the per-handler instruction budget has a ceiling,
  *    KTAP_MAX_INSN_BUDGET;
- *  - the verifier rejects images where control can leave a function and
- *    words of the code section that no function covers;
+ *  - the verifier rejects images where control can leave a function
+ *    (a branch target or a fall-through past its code), words of the
+ *    code section that no function covers, unknown opcodes, builtins
+ *    the kernel does not know by name or calls with the wrong arity,
+ *    and bad fields-section entries; at START, a tracepoint pattern
+ *    that matches nothing and a field that no matched event has fail;
  *  - set_retval only on an entry kprobe with KTAP_PROBE_F_OVERRIDE of a
  *    function on the error-injection list, with a value it can fail
  *    with, and the function's body is skipped;
  *  - a session's memory does not grow with the number of firings;
  *  - O(n) builtins on a 100,000-entry table are charged to the budget;
- *  - loops that the budget did not see (FORPREP jumping to itself) end:
- *    the main chunk by SIGKILL, a signal or its budget, a handler by its
- *    budget.
+ *  - loops closed by any backward transfer the budget is charged at
+ *    (JMP, JMPT, JMPF, ITERNEXT) end: the main chunk by SIGKILL, a
+ *    signal or its budget, a handler by its budget.
  *
  * The tests that would hang an unfixed kernel run last. Output is KTAP,
  * the kselftest format, which has nothing to do with the tracer's name.
@@ -45,7 +49,7 @@
 /* Output kept per session: the first bytes and the last ones. */
 #define HEAD_KEEP	4096
 #define TAIL_KEEP	(64 * 1024)
-#define PLAN		45
+#define PLAN		62
 
 #define INSN(op, a, b, c)	KTAP_INSN(KTAP_OP_##op, a, b, c)
 #define INSN_BX(op, a, bx)	KTAP_INSN_BX(KTAP_OP_##op, a, bx)
@@ -140,7 +144,26 @@ static void emit_attach(struct ki_func *m, uint32_t f, uint32_t p)
 
 static uint32_t timer_probe(struct ki_image *im, uint64_t ns)
 {
-	return ki_probe(im, KTAP_PROBE_TIMER, 0, "tick", NULL, ns, NULL, 0);
+	return ki_probe(im, KTAP_PROBE_TIMER, 0, "tick", NULL, ns);
+}
+
+/*
+ * A numeric for loop as the compiler emits it (there is no loop
+ * instruction): R(@cond) := R(@i) <= R(@lim); JMPF out; @body
+ * instructions; R(@i) += R(@step); JMP back to the compare. for_head()
+ * goes before the body, for_tail() after it.
+ */
+static void for_head(struct ki_func *f, uint8_t cond, uint8_t i, uint8_t lim,
+		     int body)
+{
+	ki_op(f, INSN(LE, cond, i, lim));
+	ki_op(f, INSN_BX(JMPF, cond, body + 2));
+}
+
+static void for_tail(struct ki_func *f, uint8_t i, uint8_t step, int body)
+{
+	ki_op(f, INSN(ADD, i, i, step));
+	ki_op(f, INSN_BX(JMP, 0, -(body + 4)));
 }
 
 /* What a session printed: its first and its last bytes. */
@@ -384,31 +407,69 @@ static void test_attr_size(void)
 
 /* ---- the budget ceiling ---- */
 
-/* A timer handler that loops forever: JMP -1, or FORPREP -1. */
-static void *loop_handler_image(int forprep, uint64_t period, size_t *len)
+/*
+ * The backward transfers the budget is charged at, each closing a loop
+ * in a timer handler: JMP to itself, JMPT to itself on a true register,
+ * JMPF to itself on a false one, and ITERNEXT over pairs(t) of a
+ * 4,000-entry table with a 50-instruction body: 4,000 x 51 instructions
+ * exceed the default budget only if ITERNEXT charges its loop.
+ */
+enum loop_kind { LOOP_JMP, LOOP_JMPT, LOOP_JMPF, LOOP_ITERNEXT };
+
+#define ITER_ENTRIES	4000
+#define ITER_BODY	50
+
+static void *loop_handler_image(enum loop_kind kind, uint64_t period,
+				size_t *len)
 {
 	struct ki_image im = { 0 };
-	struct ki_func *m = ki_func(&im, 0, 2);
-	struct ki_func *h = ki_func(&im, 1, 6);
+	struct ki_func *m = ki_func(&im, 0, 6);
+	struct ki_func *h = ki_func(&im, 1, 8);
+	int i;
 
+	if (kind == LOOP_ITERNEXT) {
+		/* g0 = { 1, 2, ..., ITER_ENTRIES } */
+		ki_op(m, INSN(NEWTABLE, 0, 0, 0));
+		ki_op(m, INSN_BX(LOADI, 1, 1));
+		ki_op(m, INSN_BX(LOADI, 2, ITER_ENTRIES));
+		ki_op(m, INSN_BX(LOADI, 3, 1));
+		for_head(m, 4, 1, 2, 1);
+		ki_op(m, INSN(SETTABLE, 0, 1, 1));
+		for_tail(m, 1, 3, 1);
+		ki_op(m, INSN_BX(SETGLOBAL, 0, 0));
+	}
 	emit_attach(m, 1, timer_probe(&im, period));
-	if (forprep) {
-		ki_op(h, INSN_BX(LOADI, 1, 0));
-		ki_op(h, INSN_BX(LOADI, 2, 1));
-		ki_op(h, INSN_BX(LOADI, 3, 1));
-		ki_op(h, INSN_BX(FORPREP, 1, -1));	/* to itself */
-	} else {
+	switch (kind) {
+	case LOOP_JMP:
 		ki_op(h, INSN_BX(JMP, 0, -1));		/* to itself */
+		break;
+	case LOOP_JMPT:
+		ki_op(h, INSN_BX(LOADI, 1, 1));		/* 1 is true */
+		ki_op(h, INSN_BX(JMPT, 1, -1));		/* to itself */
+		break;
+	case LOOP_JMPF:
+		ki_op(h, INSN(LOADBOOL, 1, 0, 0));	/* false */
+		ki_op(h, INSN_BX(JMPF, 1, -1));		/* to itself */
+		break;
+	case LOOP_ITERNEXT:
+		/* r3 = pairs(g0); JMP to ITERNEXT; the body; ITERNEXT back */
+		ki_op(h, INSN_BX(GETGLOBAL, 4, 0));
+		ki_op(h, INSN(CALLB, 3, 1, ki_builtin(&im, "pairs")));
+		ki_op(h, INSN_BX(JMP, 0, ITER_BODY));
+		for (i = 0; i < ITER_BODY; i++)
+			ki_op(h, INSN(MOVE, 7, 5, 0));
+		ki_op(h, INSN_BX(ITERNEXT, 3, -(ITER_BODY + 1)));
+		break;
 	}
 	ki_op(h, INSN(RETURN, 0, 0, 0));
-	return build(&im, 0, len);
+	return build(&im, kind == LOOP_ITERNEXT, len);
 }
 
 static void test_budget_ceiling(void)
 {
 	char log[LOG_SIZE], log2[LOG_SIZE];
 	size_t len;
-	void *img = loop_handler_image(0, 1000000, &len);
+	void *img = loop_handler_image(LOOP_JMP, 1000000, &len);
 	int fd = open_control(), over, huge, max, ok;
 
 	over = load_ex(fd, img, len, 0, KTAP_MAX_INSN_BUDGET + 1, -1, log);
@@ -436,13 +497,14 @@ static void test_budget_ceiling(void)
  * end with the budget error (read() reaches end of file) and STOP must
  * return promptly.
  */
-static void test_handler_loop(const char *what, int forprep, uint32_t budget)
+static void test_handler_loop(const char *what, enum loop_kind kind,
+			      uint32_t budget)
 {
 	char want[96], last[160];
 	struct ktap_stats st = { 0 };
 	double t0, t_end, t_stop;
 	size_t len;
-	void *img = loop_handler_image(forprep, 1000000, &len);
+	void *img = loop_handler_image(kind, 1000000, &len);
 	struct out *o = calloc(1, sizeof(*o));
 	int fd = open_control(), r, ok;
 
@@ -483,10 +545,10 @@ static void emit_attach_loop(struct ki_func *m, uint32_t n)
 	ki_op(m, INSN_BX(LOADI, 1, 1));
 	ki_op(m, INSN_BX(LOADI, 2, n));
 	ki_op(m, INSN_BX(LOADI, 3, 1));
-	ki_op(m, INSN_BX(FORPREP, 1, 2));
+	for_head(m, 4, 1, 2, 2);
 	ki_op(m, INSN_BX(CLOSURE, 0, 1));
 	ki_op(m, INSN_BX(ATTACH, 0, 0));
-	ki_op(m, INSN_BX(FORLOOP, 1, -3));
+	for_tail(m, 1, 3, 2);
 	ki_op(m, INSN(RETURN, 0, 0, 0));
 }
 
@@ -507,7 +569,7 @@ static void test_end_handlers_share_budget(void)
 	int fd = open_control(), r, ok, n = 0;
 	const char *p;
 
-	ki_probe(&im, KTAP_PROBE_END, 0, "end", NULL, 0, NULL, 0);
+	ki_probe(&im, KTAP_PROBE_END, 0, "end", NULL, 0);
 	emit_attach_loop(m, KTAP_MAX_PROBES);
 	ki_op(h, INSN_BX(JMP, 0, -1));
 	ki_op(h, INSN(RETURN, 0, 0, 0));
@@ -535,7 +597,7 @@ out:
 }
 
 /*
- * 64 timers at 1 kHz whose handlers each run 906,000 units, just under
+ * 64 timers at 1 kHz whose handlers each run 905,657 units, just under
  * the budget: far more work than a CPU has. The handlers keep at most
  * about half of a CPU; the rest of the runs are skipped and counted as
  * drops, and the process that started them can still stop them.
@@ -554,17 +616,20 @@ static void test_cpu_share(void)
 
 	timer_probe(&im, 1000000);
 	emit_attach_loop(m, 64);
-	/* for i = 1, 3000 do for j = 1, 300 do end end */
+	/*
+	 * for i = 1, 2950 do for j = 1, 75 do end end: 4 LOADI, then per
+	 * outer pass LE, JMPF, LOADI, 75 x (LE, JMPF, ADD, JMP), LE, JMPF,
+	 * ADD, JMP (307), then the last LE, JMPF and RETURN: 905,657.
+	 */
 	ki_op(h, INSN_BX(LOADI, 1, 1));
-	ki_op(h, INSN_BX(LOADI, 2, 3000));
+	ki_op(h, INSN_BX(LOADI, 2, 2950));
 	ki_op(h, INSN_BX(LOADI, 3, 1));
-	ki_op(h, INSN_BX(FORPREP, 1, 5));
+	ki_op(h, INSN_BX(LOADI, 6, 75));
+	for_head(h, 4, 1, 2, 5);
 	ki_op(h, INSN_BX(LOADI, 5, 1));
-	ki_op(h, INSN_BX(LOADI, 6, 300));
-	ki_op(h, INSN_BX(LOADI, 7, 1));
-	ki_op(h, INSN_BX(FORPREP, 5, 0));
-	ki_op(h, INSN_BX(FORLOOP, 5, -1));
-	ki_op(h, INSN_BX(FORLOOP, 1, -6));
+	for_head(h, 8, 5, 6, 0);
+	for_tail(h, 5, 3, 0);
+	for_tail(h, 1, 3, 5);
 	ki_op(h, INSN(RETURN, 0, 0, 0));
 	img = build(&im, 0, &len);
 	r = load_ex(fd, img, len, 0, KTAP_MAX_INSN_BUDGET, -1, NULL);
@@ -585,7 +650,7 @@ static void test_cpu_share(void)
 	get_stats(fd, &st);
 	ok = st.errors == 0 && st.hits > 0 && st.drops > st.hits &&
 	     t_run < 3000 && t_stop < 2000;
-	ksft_test_result(ok, "64 timers at 1 kHz, 906,000 units a run: %llu runs, %llu skipped, %llu errors; 1 s of getppid() took %.0f ms (%lu calls), STOP %.0f ms\n",
+	ksft_test_result(ok, "64 timers at 1 kHz, 905,657 units a run: %llu runs, %llu skipped, %llu errors; 1 s of getppid() took %.0f ms (%lu calls), STOP %.0f ms\n",
 			 (unsigned long long)st.hits,
 			 (unsigned long long)st.drops,
 			 (unsigned long long)st.errors, t_run, calls, t_stop);
@@ -612,16 +677,19 @@ static void expect_reject(const char *what, void *img, size_t len,
 }
 
 /*
- * Proto 1: a conditional second to last, a JMP back as the last
- * instruction: when the skip is taken pc would land on proto 2.
+ * Proto 1: a compare into R0, then a conditional branch on R0 back to
+ * its first instruction as the last instruction: when the branch is not
+ * taken pc would fall onto proto 2. The compares themselves no longer
+ * transfer control; the branch after them is what must stay inside.
  */
-static void test_skip_off_end(uint32_t op, const char *name)
+static void test_cmp_branch_off_end(uint32_t op, const char *name, int jmpt)
 {
 	struct ki_image im = { 0 };
 	struct ki_func *m = ki_func(&im, 0, 2);
 	struct ki_func *f = ki_func(&im, 1, 4);
 	struct ki_func *g = ki_func(&im, 0, 2);
 	uint32_t k = ki_kint(&im, 1);
+	const char *br = jmpt ? "JMPT" : "JMPF";
 	char what[64], where[64];
 	size_t len;
 	void *img;
@@ -631,20 +699,51 @@ static void test_skip_off_end(uint32_t op, const char *name)
 	ki_op(f, INSN_BX(LOADI, 2, 2));
 	if (op == KTAP_OP_EQK)
 		ki_op(f, KTAP_INSN(op, 0, 1, k));
-	else if (op == KTAP_OP_TEST)
-		ki_op(f, KTAP_INSN(op, 1, 0, 0));
 	else
 		ki_op(f, KTAP_INSN(op, 0, 1, 2));
-	ki_op(f, INSN_BX(JMP, 0, -4));
+	ki_op(f, KTAP_INSN_BX(jmpt ? KTAP_OP_JMPT : KTAP_OP_JMPF, 0, -4));
 	ki_op(g, INSN(RETURN, 0, 0, 0));
-	snprintf(what, sizeof(what), "%s skipping past the end", name);
-	snprintf(where, sizeof(where), "proto 1 insn 2 (%s)", name);
+	snprintf(what, sizeof(what), "%s then %s falling past the end", name, br);
+	snprintf(where, sizeof(where), "proto 1 insn 3 (%s)", br);
 	img = build(&im, 0, &len);
 	expect_reject(what, img, len, where,
 		      "control can leave the function here");
 }
 
-static void test_fall_off_end(int forloop)
+/*
+ * A conditional branch whose target lies outside its function: past
+ * the end (onto proto 2's code) or before the start (onto proto 0's).
+ */
+static void test_branch_target_out(int jmpt, int backward)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 2);
+	struct ki_func *f = ki_func(&im, 1, 4);
+	struct ki_func *g = ki_func(&im, 0, 2);
+	const char *br = jmpt ? "JMPT" : "JMPF";
+	char what[80], where[64];
+	size_t len;
+	void *img;
+
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+	/* a condition that takes the branch: true for JMPT, false for JMPF */
+	ki_op(f, INSN(LOADBOOL, 1, jmpt, 0));
+	ki_op(f, KTAP_INSN_BX(jmpt ? KTAP_OP_JMPT : KTAP_OP_JMPF, 1,
+			      backward ? -3 : 1));
+	ki_op(f, INSN(RETURN, 0, 0, 0));
+	ki_op(g, INSN(RETURN, 0, 0, 0));
+	snprintf(what, sizeof(what), "%s to %s", br,
+		 backward ? "before the function" : "past the function");
+	snprintf(where, sizeof(where), "proto 1 insn 1 (%s)", br);
+	img = build(&im, 0, &len);
+	expect_reject(what, img, len, where, "jump target out of range");
+}
+
+/*
+ * A last instruction that falls through (LOADI), or an ITERNEXT last:
+ * its not-taken successor is the next function's first instruction.
+ */
+static void test_fall_off_end(int iternext)
 {
 	struct ki_image im = { 0 };
 	struct ki_func *m = ki_func(&im, 0, 2);
@@ -654,21 +753,18 @@ static void test_fall_off_end(int forloop)
 	void *img;
 
 	ki_op(m, INSN(RETURN, 0, 0, 0));
-	if (forloop) {
+	if (iternext) {
 		ki_op(f, INSN_BX(LOADI, 1, 0));
-		ki_op(f, INSN_BX(LOADI, 2, 3));
-		ki_op(f, INSN_BX(LOADI, 3, 1));
-		ki_op(f, INSN_BX(FORPREP, 1, 0));
-		ki_op(f, INSN_BX(FORLOOP, 1, -1));
+		ki_op(f, INSN_BX(ITERNEXT, 1, -2));
 	} else {
 		ki_op(f, INSN_BX(LOADI, 1, 1));
 		ki_op(f, INSN_BX(LOADI, 1, 2));
 	}
 	ki_op(g, INSN(RETURN, 0, 0, 0));
 	img = build(&im, 0, &len);
-	expect_reject(forloop ? "FORLOOP as the last instruction" :
+	expect_reject(iternext ? "ITERNEXT as the last instruction" :
 		      "a last instruction that falls through", img, len,
-		      forloop ? "proto 1 insn 4 (FORLOOP)" :
+		      iternext ? "proto 1 insn 1 (ITERNEXT)" :
 		      "proto 1 insn 1 (LOADI)",
 		      "control can leave the function here");
 }
@@ -704,26 +800,220 @@ static void test_verifier_accepts(void)
 	void *img;
 	int fd, r;
 
-	/* main: FORPREP to itself (the run must end: see below) */
-	ki_op(m, INSN_BX(LOADI, 0, 0));
-	ki_op(m, INSN_BX(LOADI, 1, 1));
-	ki_op(m, INSN_BX(LOADI, 2, 1));
-	ki_op(m, INSN_BX(FORPREP, 0, -1));
+	/* main: JMPT to itself (the run must end: see below) */
+	ki_op(m, INSN_BX(LOADI, 0, 1));
+	ki_op(m, INSN_BX(JMPT, 0, -1));
 	ki_op(m, INSN(RETURN, 0, 0, 0));
-	/* a skip that lands on the last instruction; a JMP as the last */
+	/* a branch that lands on the last instruction; a JMP as the last */
 	ki_op(f, INSN_BX(LOADI, 1, 1));
 	ki_op(f, INSN_BX(LOADI, 2, 2));
 	ki_op(f, INSN(EQ, 0, 1, 2));
-	ki_op(f, INSN_BX(JMP, 0, 1));
+	ki_op(f, INSN_BX(JMPF, 0, 1));
 	ki_op(f, INSN(RETURN, 0, 0, 0));
 	ki_op(f, INSN_BX(JMP, 0, -2));
 	img = build(&im, 0, &len);
 	fd = open_control();
 	r = load_ex(fd, img, len, 0, 0, -1, log);
 	close(fd);
-	ksft_test_result(r == 0, "verifier: FORPREP to itself, in-range skip, JMP last: %s %s\n",
+	ksft_test_result(r == 0, "verifier: JMPT to itself, in-range JMPF, JMP last: %s %s\n",
 			 r ? strerror(-r) : "accepted", log);
 	free(img);
+}
+
+/* An opcode past the kernel's last one: "unknown opcode", by number. */
+static void test_unknown_opcode(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 2);
+	char where[64];
+	size_t len;
+	void *img;
+
+	ki_op(m, KTAP_INSN(KTAP_OP__COUNT, 0, 0, 0));
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+	snprintf(where, sizeof(where), "proto 0 insn 0 (0x%02x)", KTAP_OP__COUNT);
+	img = build(&im, 0, &len);
+	expect_reject("an opcode past the last", img, len,
+		      where, "unknown opcode");
+}
+
+/*
+ * Builtins are named in the image: a name the kernel does not know is
+ * refused at LOAD and the log names it. gettimeofday_us was a builtin
+ * of the numbered table and is gone from the kernel.
+ */
+static void test_unknown_builtin(const char *name)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 2);
+	char what[80];
+	size_t len;
+	void *img;
+
+	ki_op(m, INSN(CALLB, 0, 0, ki_builtin(&im, name)));
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+	snprintf(what, sizeof(what), "unknown builtin '%s'", name);
+	img = build(&im, 0, &len);
+	expect_reject(what, img, len, name, "unknown builtin");
+}
+
+/* CALLB whose C indexes past the builtins section. */
+static void test_builtin_index(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 2);
+	size_t len;
+	void *img;
+
+	ki_op(m, INSN(CALLB, 0, 0, ki_builtin(&im, "cpu") + 1));
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+	img = build(&im, 0, &len);
+	expect_reject("CALLB past the builtins section", img,
+		      len, "proto 0 insn 0 (CALLB)", "builtin");
+}
+
+/* A builtins-section entry whose name lies outside the string table. */
+static void test_builtin_bad_name(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 2);
+	size_t len;
+	void *img;
+
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+	im.b[im.nb++] = 0x7fffffff;
+	img = build(&im, 0, &len);
+	expect_reject("builtin name outside the string table",
+		      img, len, "builtin",
+		      "string reference out of bounds or unterminated");
+}
+
+/* The arity of a named builtin: len takes one argument, cpu none. */
+static void test_builtin_arity(const char *name, uint8_t nargs)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 4);
+	char what[80];
+	size_t len;
+	void *img;
+
+	ki_op(m, INSN_BX(LOADI, 1, 1));
+	ki_op(m, INSN_BX(LOADI, 2, 2));
+	ki_op(m, INSN(CALLB, 0, nargs, ki_builtin(&im, name)));
+	ki_op(m, INSN(RETURN, 0, 0, 0));
+	snprintf(what, sizeof(what), "%s() with %u arguments", name, nargs);
+	img = build(&im, 0, &len);
+	expect_reject(what, img, len,
+		      "proto 0 insn 2 (CALLB)",
+		      "wrong number of arguments");
+}
+
+/*
+ * A tracepoint probe on @pattern whose handler reads field @field
+ * through EVFIELD: the image both field tests below start from.
+ */
+static void *evfield_image(const char *pattern, const char *field,
+			   struct ki_image *im, size_t *len)
+{
+	struct ki_func *m = ki_func(im, 0, 2);
+	struct ki_func *h = ki_func(im, 1, 4);
+	uint32_t p = ki_probe(im, KTAP_PROBE_TRACEPOINT, 0, "tp", pattern, 0);
+
+	emit_attach(m, 1, p);
+	ki_op(h, INSN_BX(EVFIELD, 1, ki_field(im, p, field)));
+	ki_op(h, INSN(RETURN, 0, 0, 0));
+	return build(im, 0, len);
+}
+
+/*
+ * Bad fields-section entries, refused at LOAD: a probe index past the
+ * probe table, a name outside the string table, an EVFIELD whose Bx is
+ * past the section.
+ */
+static void test_field_entry(int what)
+{
+	struct ki_image im = { 0 };
+	const char *name = "common_pid";
+	struct ktap_bc_header *h;
+	struct ktap_bc_field *fl;
+	size_t len;
+	void *img;
+
+	img = evfield_image("syscalls:sys_enter_getppid", name, &im, &len);
+	h = img;
+	fl = (struct ktap_bc_field *)((char *)img + h->fields.off);
+	switch (what) {
+	case 0:
+		fl->probe = h->probes.count;
+		expect_reject("fields entry with a probe past the table",
+			      img, len, "field", "probe out of range");
+		break;
+	case 1:
+		fl->name = h->strtab.count + 16;
+		expect_reject("fields entry with a name outside the string table",
+			      img, len, "field",
+			      "string reference out of bounds or unterminated");
+		break;
+	default:
+		/* EVFIELD 1, 0 -> EVFIELD 1, 1: past the one entry */
+		((uint32_t *)((char *)img + h->code.off))[img_proto(img, 1)->code_start] =
+			INSN_BX(EVFIELD, 1, 1);
+		expect_reject("EVFIELD past the fields section", img, len,
+			      "proto 1 insn 0 (EVFIELD)", "field");
+		break;
+	}
+}
+
+/*
+ * What the kernel resolves at attach fails START, not LOAD: a
+ * tracepoint pattern that matches no event (ENOENT), or a fields entry
+ * naming a field none of the probe's events has in its own format
+ * (EINVAL, as events.c has it).
+ */
+static void test_attach_fails(const char *what, const char *pattern,
+			      const char *field, int want)
+{
+	struct ki_image im = { 0 };
+	struct ktap_stats st = { 0 };
+	char log[LOG_SIZE] = "";
+	size_t len;
+	void *img = evfield_image(pattern, field, &im, &len);
+	int fd = open_control(), r, start = 0, err = 0;
+
+	r = load_ex(fd, img, len, 0, 0, -1, log);
+	if (!r) {
+		start = ioctl(fd, KTAP_IOC_START);
+		err = start ? errno : 0;
+		get_stats(fd, &st);
+	}
+	ksft_test_result(!r && start == -1 && err == want &&
+			 st.nr_attached == 0,
+			 "attach: %s: LOAD %s, START %s (want %s), %u attached\n",
+			 what, r ? strerror(-r) : "ok",
+			 r ? "-" : start ? strerror(err) : "succeeded",
+			 strerror(want), st.nr_attached);
+	close(fd);
+	free(img);
+}
+
+/*
+ * A probe's reserved words (where the event id list used to be) must be
+ * zero: an old image's ids_start/nids must not be silently ignored.
+ */
+static void test_probe_reserved(void)
+{
+	struct ki_image im = { 0 };
+	struct ki_func *m = ki_func(&im, 0, 2);
+	struct ki_func *h = ki_func(&im, 1, 2);
+	size_t len;
+	void *img;
+
+	emit_attach(m, 1, timer_probe(&im, 1000000));
+	ki_op(h, INSN(RETURN, 0, 0, 0));
+	im.p[0].__reserved[1] = 2;
+	img = build(&im, 0, &len);
+	expect_reject("probe with nonzero reserved words", img,
+		      len, "probe 0", "reserved field is not zero");
 }
 
 /* ---- set_retval ---- */
@@ -752,7 +1042,7 @@ static void *retval_image(uint32_t type, uint32_t flags, const char *spec,
 	struct ki_func *h = ki_func(&im, 1, 4);
 	uint32_t ks = ki_kstr(&im, "set_retval");
 
-	emit_attach(m, 1, ki_probe(&im, type, flags, spec, fn, off, NULL, 0));
+	emit_attach(m, 1, ki_probe(&im, type, flags, spec, fn, off));
 	ki_op(h, INSN(GETFIELD, 1, 0, ks));
 	ki_op(h, INSN_BX(LOADI, 2, val));
 	ki_op(h, INSN(CALL, 1, 1, 0));
@@ -971,11 +1261,11 @@ enum work {
 	W_PAIRS,	/* for (k, v in pairs(t)) s += v */
 	W_SORT,		/* the same over sort_pairs(t) */
 	W_SORT_CMP,	/* sort_pairs(t, function (a, b) { return a > b }) */
-	W_HIST,		/* histogram(t, 2); s = table_count(t) */
+	W_HIST,		/* print_hist(t, 2); s = table_count(t) */
 	W_LOG2HIST,	/* print_log2hist(t) */
 	W_PTABLE,	/* s += count(v) over pairs(p), + count(p[500]) */
-	W_LEN_LOOP,	/* 20,000 times #t (the LEN opcode) */
-	W_LENF_LOOP,	/* 20,000 times len(t) */
+	W_LEN_LOOP,	/* 15,000 times #t (the LEN opcode) */
+	W_LENF_LOOP,	/* 15,000 times len(t) */
 	W_LEN_ONCE,	/* print(#t, len(t)) */
 };
 
@@ -989,18 +1279,18 @@ static void emit_table_main(struct ki_image *im, struct ki_func *m, int n,
 	uint32_t kn = ki_kint(im, n);
 
 	if (ptable)
-		ki_op(m, INSN(CALLB, 0, 0, KTAP_BI_ptable));
+		ki_op(m, INSN(CALLB, 0, 0, ki_builtin(im, "ptable")));
 	else
 		ki_op(m, INSN(NEWTABLE, 0, 0, 0));
 	ki_op(m, INSN_BX(LOADI, 1, 1));
 	ki_op(m, INSN_BX(LOADK, 2, kn));
 	ki_op(m, INSN_BX(LOADI, 3, 1));
-	ki_op(m, INSN_BX(FORPREP, 1, 1));
+	for_head(m, 4, 1, 2, 1);
 	if (ptable)
-		ki_op(m, INSN(AGGR, 0, 4, 4));
+		ki_op(m, INSN(AGGR, 0, 1, 1));
 	else
-		ki_op(m, INSN(SETTABLE, 0, 4, 4));
-	ki_op(m, INSN_BX(FORLOOP, 1, -2));
+		ki_op(m, INSN(SETTABLE, 0, 1, 1));
+	for_tail(m, 1, 3, 1);
 	ki_op(m, INSN_BX(SETGLOBAL, 0, 0));
 	emit_attach(m, 1, timer_probe(im, period));
 }
@@ -1023,29 +1313,25 @@ static void emit_work(struct ki_image *im, struct ki_func *h, enum work w)
 			/* proto 2, in proto 1: return a > b */
 			cmp = ki_func(im, 2, 3);
 			cmp->parent = 1;
-			ki_op(cmp, INSN(LT, 1, 1, 0));
-			ki_op(cmp, INSN_BX(JMP, 0, 2));
-			ki_op(cmp, INSN(LOADBOOL, 2, 0, 0));
-			ki_op(cmp, INSN_BX(JMP, 0, 1));
-			ki_op(cmp, INSN(LOADBOOL, 2, 1, 0));
+			ki_op(cmp, INSN(LT, 2, 1, 0));	/* b < a */
 			ki_op(cmp, INSN(RETURN, 2, 1, 0));
 			ki_op(h, INSN_BX(CLOSURE, 5, 2));
-			ki_op(h, INSN(CALLB, 3, 2, KTAP_BI_sort_pairs));
+			ki_op(h, INSN(CALLB, 3, 2, ki_builtin(im, "sort_pairs")));
 		} else {
-			ki_op(h, INSN(CALLB, 3, 1, w == W_SORT ?
-				      KTAP_BI_sort_pairs : KTAP_BI_pairs));
+			ki_op(h, INSN(CALLB, 3, 1, ki_builtin(im, w == W_SORT ?
+				      "sort_pairs" : "pairs")));
 		}
 		/* r3 the iterator; ITERNEXT sets r4, r5 = key, value */
 		if (w == W_PTABLE) {
 			ki_op(h, INSN_BX(JMP, 0, 3));
 			ki_op(h, INSN(MOVE, 8, 5, 0));
-			ki_op(h, INSN(CALLB, 7, 1, KTAP_BI_count));
+			ki_op(h, INSN(CALLB, 7, 1, ki_builtin(im, "count")));
 			ki_op(h, INSN(ADD, 2, 2, 7));
 			ki_op(h, INSN_BX(ITERNEXT, 3, -4));
 			ki_op(h, INSN_BX(LOADI, 6, 500));
 			ki_op(h, INSN(GETTABLE, 6, 1, 6));
 			ki_op(h, INSN(MOVE, 8, 6, 0));
-			ki_op(h, INSN(CALLB, 7, 1, KTAP_BI_count));
+			ki_op(h, INSN(CALLB, 7, 1, ki_builtin(im, "count")));
 			ki_op(h, INSN(ADD, 2, 2, 7));
 		} else {
 			ki_op(h, INSN_BX(JMP, 0, 1));
@@ -1056,34 +1342,33 @@ static void emit_work(struct ki_image *im, struct ki_func *h, enum work w)
 	case W_HIST:
 		ki_op(h, INSN(MOVE, 4, 1, 0));
 		ki_op(h, INSN_BX(LOADI, 5, 2));
-		ki_op(h, INSN(CALLB, 3, 2, KTAP_BI_histogram));
+		ki_op(h, INSN(CALLB, 3, 2, ki_builtin(im, "print_hist")));
 		ki_op(h, INSN(MOVE, 3, 1, 0));
-		ki_op(h, INSN(CALLB, 2, 1, KTAP_BI_table_count));
+		ki_op(h, INSN(CALLB, 2, 1, ki_builtin(im, "table_count")));
 		break;
 	case W_LOG2HIST:
 		ki_op(h, INSN(MOVE, 4, 1, 0));
-		ki_op(h, INSN(CALLB, 3, 1, KTAP_BI_print_log2hist));
+		ki_op(h, INSN(CALLB, 3, 1, ki_builtin(im, "print_log2hist")));
 		break;
 	case W_LEN_LOOP:
 	case W_LENF_LOOP:
-		ki_op(h, INSN_BX(LOADI, 3, 20000));
+		/*
+		 * for (r5 = 1, 15000): r2 = #t or len(t). 15,000 passes of
+		 * 5 or 6 instructions fit the default budget of 100,000,
+		 * so only an O(n) #t or len() can exhaust it.
+		 */
+		ki_op(h, INSN_BX(LOADI, 3, 15000));
 		ki_op(h, INSN_BX(LOADI, 4, 1));
-		/* for (r5 = 1, 20000): r2 = #t or len(t) */
+		ki_op(h, INSN(MOVE, 5, 4, 0));
 		if (w == W_LEN_LOOP) {
-			ki_op(h, INSN(MOVE, 5, 4, 0));
-			ki_op(h, INSN(MOVE, 6, 3, 0));
-			ki_op(h, INSN(MOVE, 7, 4, 0));
-			ki_op(h, INSN_BX(FORPREP, 5, 1));
+			for_head(h, 8, 5, 3, 1);
 			ki_op(h, INSN(LEN, 2, 1, 0));
-			ki_op(h, INSN_BX(FORLOOP, 5, -2));
+			for_tail(h, 5, 4, 1);
 		} else {
-			ki_op(h, INSN(MOVE, 5, 4, 0));
-			ki_op(h, INSN(MOVE, 6, 3, 0));
-			ki_op(h, INSN(MOVE, 7, 4, 0));
-			ki_op(h, INSN_BX(FORPREP, 5, 2));
+			for_head(h, 8, 5, 3, 2);
 			ki_op(h, INSN(MOVE, 10, 1, 0));
-			ki_op(h, INSN(CALLB, 9, 1, KTAP_BI_len));
-			ki_op(h, INSN_BX(FORLOOP, 5, -3));
+			ki_op(h, INSN(CALLB, 9, 1, ki_builtin(im, "len")));
+			for_tail(h, 5, 4, 2);
 			ki_op(h, INSN(MOVE, 2, 9, 0));
 		}
 		break;
@@ -1091,14 +1376,14 @@ static void emit_work(struct ki_image *im, struct ki_func *h, enum work w)
 		/* print(#t, len(t)) */
 		ki_op(h, INSN(LEN, 5, 1, 0));
 		ki_op(h, INSN(MOVE, 7, 1, 0));
-		ki_op(h, INSN(CALLB, 6, 1, KTAP_BI_len));
-		ki_op(h, INSN(CALLB, 4, 2, KTAP_BI_print));
+		ki_op(h, INSN(CALLB, 6, 1, ki_builtin(im, "len")));
+		ki_op(h, INSN(CALLB, 4, 2, ki_builtin(im, "print")));
 		ki_op(h, INSN(RETURN, 0, 0, 0));
 		return;
 	}
 	ki_op(h, INSN_BX(LOADK, 6, ksum));
 	ki_op(h, INSN(CONCAT, 6, 6, 2));
-	ki_op(h, INSN(CALLB, 5, 1, KTAP_BI_print));
+	ki_op(h, INSN(CALLB, 5, 1, ki_builtin(im, "print")));
 	ki_op(h, INSN(RETURN, 0, 0, 0));
 }
 
@@ -1263,17 +1548,15 @@ out:
 
 /* ---- loops in the main chunk ---- */
 
-/* The main chunk loops forever: FORPREP -1 or JMP -1. */
-static void *main_loop_image(int forprep, size_t *len)
+/* The main chunk loops forever: JMPT -1 on a true register, or JMP -1. */
+static void *main_loop_image(int jmpt, size_t *len)
 {
 	struct ki_image im = { 0 };
 	struct ki_func *m = ki_func(&im, 0, 4);
 
-	if (forprep) {
-		ki_op(m, INSN_BX(LOADI, 0, 0));
-		ki_op(m, INSN_BX(LOADI, 1, 1));
-		ki_op(m, INSN_BX(LOADI, 2, 1));
-		ki_op(m, INSN_BX(FORPREP, 0, -1));
+	if (jmpt) {
+		ki_op(m, INSN_BX(LOADI, 0, 1));
+		ki_op(m, INSN_BX(JMPT, 0, -1));
 	} else {
 		ki_op(m, INSN_BX(JMP, 0, -1));
 	}
@@ -1372,11 +1655,11 @@ static double reap_within(pid_t pid, int *status, int ms)
  * A child STARTs a main chunk that loops forever; 200 ms later the
  * parent sends SIGKILL: the child must be gone within a second.
  */
-static void test_main_sigkill(const char *what, int forprep)
+static void test_main_sigkill(const char *what, int jmpt)
 {
 	struct report rep;
 	size_t len;
-	void *img = main_loop_image(forprep, &len);
+	void *img = main_loop_image(jmpt, &len);
 	int sync[2], loaded = 0, status = 0, early;
 	double reaped = -1;
 	pid_t pid;
@@ -1459,7 +1742,7 @@ static void test_main_signal(void)
 
 	ksft_test_result(!r && rep.start_ms >= 250 && rep.start_ms <= 1300 &&
 			 (rep.start_err == EINTR || strstr(rep.out, "interrupted")),
-			 "main chunk FORPREP to itself, SIGALRM after 300 ms: START returned after %.0f ms (%s): %s\n",
+			 "main chunk JMPT to itself, SIGALRM after 300 ms: START returned after %.0f ms (%s): %s\n",
 			 r ? -1.0 : rep.start_ms,
 			 rep.start_err ? strerror(rep.start_err) : "0", rep.out);
 	free(img);
@@ -1475,7 +1758,7 @@ static void test_main_budget(void)
 
 	ksft_test_result(!r && strstr(rep.out, "ktap: error: ") &&
 			 strstr(rep.out, "instruction budget exceeded (100000000)"),
-			 "main chunk FORPREP to itself, no signal: START returned after %.1f s: %s\n",
+			 "main chunk JMPT to itself, no signal: START returned after %.1f s: %s\n",
 			 r ? -1.0 : rep.start_ms / 1000, r ? "(no report in 180 s)" : rep.out);
 	free(img);
 }
@@ -1507,16 +1790,36 @@ int main(void)
 	test_attr_size();
 	test_budget_ceiling();
 
-	test_skip_off_end(KTAP_OP_EQ, "EQ");
-	test_skip_off_end(KTAP_OP_LT, "LT");
-	test_skip_off_end(KTAP_OP_LE, "LE");
-	test_skip_off_end(KTAP_OP_EQK, "EQK");
-	test_skip_off_end(KTAP_OP_TEST, "TEST");
+	test_cmp_branch_off_end(KTAP_OP_EQ, "EQ", 1);
+	test_cmp_branch_off_end(KTAP_OP_LT, "LT", 0);
+	test_cmp_branch_off_end(KTAP_OP_LE, "LE", 1);
+	test_cmp_branch_off_end(KTAP_OP_EQK, "EQK", 0);
+	test_branch_target_out(1, 0);
+	test_branch_target_out(0, 0);
+	test_branch_target_out(1, 1);
 	test_fall_off_end(0);
 	test_fall_off_end(1);
 	test_orphan_words(0);
 	test_orphan_words(1);
+	test_unknown_opcode();
 	test_verifier_accepts();
+
+	test_unknown_builtin("no_such_builtin");
+	test_unknown_builtin("gettimeofday_us");
+	test_builtin_index();
+	test_builtin_bad_name();
+	test_builtin_arity("len", 0);
+	test_builtin_arity("cpu", 2);
+	test_field_entry(0);
+	test_field_entry(1);
+	test_field_entry(2);
+	test_probe_reserved();
+	test_attach_fails("tracepoint pattern that matches nothing",
+			  "ktap_no_such_system:no_such_event*", "__syscall_nr",
+			  ENOENT);
+	test_attach_fails("field that the events lack",
+			  "syscalls:sys_enter_getppid", "ktap_no_such_field",
+			  EINVAL);
 
 	test_set_retval();
 
@@ -1524,27 +1827,30 @@ int main(void)
 	test_constant_memory("sort_pairs()", W_SORT, "sum=500500\n", firings, 200000);
 	test_constant_memory("sort_pairs() with a comparison function", W_SORT_CMP,
 			     "sum=500500\n", few, 1000000);
-	test_constant_memory("histogram(t, 2)", W_HIST, "sum=1000\n", firings, 200000);
+	test_constant_memory("print_hist(t, 2)", W_HIST, "sum=1000\n", firings, 200000);
 	test_constant_memory("pairs() and reads of a ptable", W_PTABLE, "sum=1001\n",
 			     firings, 200000);
 
 	test_len_small();
-	test_big_table("#t x 20,000", W_LEN_LOOP);
-	test_big_table("len(t) x 20,000", W_LENF_LOOP);
+	test_big_table("#t x 15,000", W_LEN_LOOP);
+	test_big_table("len(t) x 15,000", W_LENF_LOOP);
 	test_big_table("pairs()", W_PAIRS);
 	test_big_table("sort_pairs()", W_SORT);
-	test_big_table("histogram(t, 2)", W_HIST);
+	test_big_table("print_hist(t, 2)", W_HIST);
 	test_big_table("print_log2hist()", W_LOG2HIST);
 
 	/* These never end on an unfixed kernel. */
-	test_handler_loop("tick handler JMP to itself, budget 1,000,000", 0,
-			  KTAP_MAX_INSN_BUDGET);
-	test_handler_loop("tick handler JMP to itself", 0, 0);
+	test_handler_loop("tick handler JMP to itself, budget 1,000,000",
+			  LOOP_JMP, KTAP_MAX_INSN_BUDGET);
+	test_handler_loop("tick handler JMP to itself", LOOP_JMP, 0);
 	test_main_sigkill("main chunk JMP to itself", 0);
-	test_main_sigkill("main chunk FORPREP to itself", 1);
+	test_main_sigkill("main chunk JMPT to itself", 1);
 	test_main_signal();
 	test_main_budget();
-	test_handler_loop("tick handler FORPREP to itself", 1, 0);
+	test_handler_loop("tick handler JMPT to itself", LOOP_JMPT, 0);
+	test_handler_loop("tick handler JMPF to itself", LOOP_JMPF, 0);
+	test_handler_loop("tick handler ITERNEXT loop, 4,000 x 51 instructions",
+			  LOOP_ITERNEXT, 0);
 	test_end_handlers_share_budget();
 	test_cpu_share();
 
