@@ -33,7 +33,7 @@
 /* Limits of the compiler, checked before the kernel's. */
 #define KP_MAX_SOURCE		(1 << 20)	/* script bytes */
 #define KP_MAX_STRING		4096		/* KTAP_STR_MAX of the VM */
-#define KP_MAX_DEPTH		200		/* syntactic nesting */
+#define KP_MAX_DEPTH		1000		/* AST depth: nesting, a+b+.., elseif */
 #define KP_MAX_LOCALS		200		/* active locals per function */
 #define KP_MAX_PARAMS		32
 #define KP_MAX_ERRORS		20		/* then stop */

@@ -391,7 +391,7 @@ static struct kp_node *binary(struct kp_parser *P, int min)
 {
 	struct kp_token *t = tok(P);
 	struct kp_node *n, *b;
-	int prec;
+	int prec, links = 0;
 
 	nest(P);
 	if (t->type == TK_NOT || t->type == TK_BANG || t->type == TK_MINUS) {
@@ -409,7 +409,15 @@ static struct kp_node *binary(struct kp_parser *P, int min)
 		b->a = n;
 		b->b = binary(P, kp_binops[t->type].right ? prec - 1 : prec);
 		n = b;
+		/*
+		 * a + b + c ... grows the tree on the left without
+		 * recursing here, but every later pass recurses down it:
+		 * each link counts as a level of nesting.
+		 */
+		nest(P);
+		links++;
 	}
+	P->depth -= links;
 	unnest(P);
 	return n;
 }
@@ -480,12 +488,15 @@ static struct kp_node *if_stmt(struct kp_parser *P, struct kp_token *kw)
 	n->a = condition(P);
 	n->b = block(P);
 	t = tok(P);
-	if (t->type == TK_ELSEIF) {
+	if (t->type == TK_ELSEIF || (t->type == TK_ELSE &&
+				     ahead(P, 1)->type == TK_IF)) {
+		/* each elseif nests the next if in this one's else */
+		nest(P);
 		advance(P);
+		if (t->type == TK_ELSE)
+			t = advance(P);
 		n->c = if_stmt(P, t);
-	} else if (t->type == TK_ELSE && ahead(P, 1)->type == TK_IF) {
-		advance(P);
-		n->c = if_stmt(P, advance(P));
+		unnest(P);
 	} else if (accept(P, TK_ELSE)) {
 		n->c = block(P);
 	}
