@@ -207,6 +207,9 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 				case KTAP_OPK_RCNT:
 					ok = v[0] + x < p[i].nregs;
 					break;
+				case KTAP_OPK_NVAL:
+					ok = v[0] + x <= p[i].nregs;
+					break;
 				case KTAP_OPK_K:
 					ok = x < h->consts.count;
 					break;

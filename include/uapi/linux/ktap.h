@@ -88,6 +88,7 @@ enum ktap_operand_kind {
 	KTAP_OPK_BUILTIN,	/* builtins section index (arity: B) */
 	KTAP_OPK_PROBE,		/* probe table index */
 	KTAP_OPK_FIELD,		/* fields section index */
+	KTAP_OPK_NVAL,		/* count n: values A..A+n-1 < frame size */
 };
 
 /*
@@ -136,10 +137,11 @@ enum ktap_operand_kind {
  *	JMP	 pc += sBx
  *	JMPT	 if R(A) is true (neither nil nor false): pc += sBx
  *	JMPF	 if R(A) is nil or false: pc += sBx
- *	CALL	 R(A) := R(A)(R(A+1..A+B)); the result is kept only if C
+ *	CALL	 R(A..A+C-1) := R(A)(R(A+1..A+B)): the first C values
+ *		 the callee returns (nil for each it does not)
  *	CALLB	 R(A) := builtin C(R(A+1..A+B)), C indexing the image's
  *		 builtins section
- *	RETURN	 return R(A) if B, else nothing
+ *	RETURN	 return R(A..A+B-1), B values (B = 0: none)
  *	ITERNEXT R(A) is an iterator (from pairs/sort_pairs): if it has a
  *		 next pair, R(A+1), R(A+2) := key, value; pc += sBx
  *	CLOSURE	 R(A) := closure of proto Bx
@@ -190,9 +192,9 @@ enum ktap_operand_kind {
 	X(JMP,		ASBX, NONE, JUMP,    NONE,    KTAP_OPF_GOTO)	\
 	X(JMPT,		ASBX, REG,  JUMP,    NONE,    KTAP_OPF_BRANCH)\
 	X(JMPF,		ASBX, REG,  JUMP,    NONE,    KTAP_OPF_BRANCH)\
-	X(CALL,		ABC,  REG,  RCNT,    BOOL,    0)		\
+	X(CALL,		ABC,  REG,  RCNT,    NVAL,    0)		\
 	X(CALLB,	ABC,  REG,  RCNT,    BUILTIN, 0)		\
-	X(RETURN,	ABC,  REG,  BOOL,    NONE,    KTAP_OPF_END)	\
+	X(RETURN,	ABC,  REG,  NVAL,    NONE,    KTAP_OPF_END)	\
 	X(ITERNEXT,	ASBX, REG3, JUMP,    NONE,    KTAP_OPF_BRANCH)\
 	X(CLOSURE,	ABX,  REG,  PROTO,   NONE,    0)		\
 	X(ATTACH,	ABX,  REG,  PROBE,   NONE,    KTAP_OPF_MAIN)	\

@@ -178,8 +178,8 @@ struct ktap_frame {
 	const u32		*pc;		/* resume point in the caller */
 	struct ktap_value	*base;
 	u32			proto;
-	u8			ret_reg;
-	bool			want_ret;
+	u8			ret_reg;	/* results go to ret_reg.. */
+	u8			nret;		/* ..and the nret above it */
 };
 
 /* Execution area of one CPU (or of the main chunk). */
@@ -447,7 +447,7 @@ void ktap_write(struct ktap_exec *x, const char *buf, size_t len);
 	X(avg,			1, 1, 0)			\
 	X(min,			1, 1, 0)			\
 	X(max,			1, 1, 0)			\
-	X(stack,		0, 1, 0)			\
+	X(stack,		0, 2, 0)			\
 	X(print_backtrace,	0, 0, 0)			\
 	X(kernel_string,	1, 1, 0)			\
 	X(user_string,		1, 1, 0)			\

@@ -28,6 +28,7 @@
 #define KTAP_HIST_ROWS		20
 #define KTAP_HIST_WIDTH		40
 #define KTAP_STACK_DEPTH	32
+#define KTAP_STACK_SKIP_MAX	64	/* stack(n, skip) */
 #define KTAP_FETCH_MAX		256
 
 static int ktap_bad_arg(struct ktap_exec *x, u32 n, const char *fn,
@@ -724,12 +725,14 @@ KTAP_STAT_READER(avg, st.count ? div64_s64(st.sum, st.count) : 0)
 KTAP_STAT_READER(min, st.min)
 KTAP_STAT_READER(max, st.max)
 
-static void ktap_stack_text(struct seq_buf *s, u32 depth)
+/* The kernel stack below ktap's own two frames and @skip more, as text. */
+static void ktap_stack_text(struct seq_buf *s, u32 depth, u32 skip)
 {
 	unsigned long entries[KTAP_STACK_DEPTH];
 	unsigned int n, k;
 
-	n = stack_trace_save(entries, min_t(u32, depth, KTAP_STACK_DEPTH), 2);
+	n = stack_trace_save(entries, min_t(u32, depth, KTAP_STACK_DEPTH),
+			     2 + skip);
 	for (k = 0; k < n; k++)
 		seq_buf_printf(s, " %pS\n", (void *)entries[k]);
 }
@@ -737,13 +740,16 @@ static void ktap_stack_text(struct seq_buf *s, u32 depth)
 static int ktap_bi_stack(struct ktap_exec *x, struct ktap_value *ret,
 			 struct ktap_value *args, u32 nargs)
 {
-	u32 depth = KTAP_STACK_DEPTH;
+	u32 depth = KTAP_STACK_DEPTH, skip = 0;
 	struct seq_buf s;
 
+	/* stack(-1, 12) of ktap 0.4: a depth of -1 is the default */
 	if (nargs && args[0].type == KTAP_TINT && args[0].i > 0)
 		depth = min_t(s64, args[0].i, KTAP_STACK_DEPTH);
+	if (nargs > 1 && args[1].type == KTAP_TINT && args[1].i > 0)
+		skip = min_t(s64, args[1].i, KTAP_STACK_SKIP_MAX);
 	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
-	ktap_stack_text(&s, depth);
+	ktap_stack_text(&s, depth, skip);
 	return ktap_ret_str(x, ret, x->ctx->tmp, seq_buf_used(&s));
 }
 
@@ -753,7 +759,7 @@ static int ktap_bi_print_backtrace(struct ktap_exec *x, struct ktap_value *ret,
 	struct seq_buf s;
 
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
-	ktap_stack_text(&s, KTAP_STACK_DEPTH);
+	ktap_stack_text(&s, KTAP_STACK_DEPTH, 0);
 	ktap_flush(x, &s, '\n');
 	return 0;
 }

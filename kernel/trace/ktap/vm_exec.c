@@ -889,8 +889,11 @@ op_CALL: {
 		err = ktap_call_native(x, f, f + 1, nargs, &ret);
 		if (unlikely(err))
 			goto fail;
+		/* a native method has one value */
 		if (KTAP_C(i))
 			*RA = ret;
+		for (j = 1; j < KTAP_C(i); j++)
+			ktap_set_nil(&RA[j]);
 		goto next;
 	}
 	if (unlikely(f->type != KTAP_TFUNC)) {
@@ -918,7 +921,7 @@ op_CALL: {
 	}
 	ctx->frames[depth] = (struct ktap_frame) {
 		.cl = cl, .pc = pc, .base = base, .proto = proto,
-		.ret_reg = KTAP_A(i), .want_ret = KTAP_C(i),
+		.ret_reg = KTAP_A(i), .nret = KTAP_C(i),
 	};
 	depth++;
 	cl = callee;
@@ -956,9 +959,12 @@ op_CALLB: {
 	goto next;
 }
 
-op_RETURN:
-	if (KTAP_B(i))
-		ret = *RA;
+op_RETURN: {
+	struct ktap_value *rv = RA, *dst;
+	u32 nval = KTAP_B(i), nret;
+
+	if (nval)
+		ret = *rv;
 	else
 		ktap_set_nil(&ret);
 	ktap_close_upvals(x, base);
@@ -970,9 +976,23 @@ op_RETURN:
 	base = ctx->frames[depth].base;
 	proto = ctx->frames[depth].proto;
 	p = &vm->protos[proto];
-	if (ctx->frames[depth].want_ret)
-		base[ctx->frames[depth].ret_reg] = ret;
+	/*
+	 * The callee's frame lies above the caller's whole frame, so the
+	 * values and their destination never overlap. The verifier
+	 * bounded both counts by the frame sizes; copying them is not
+	 * charged, like the arguments CALL copies.
+	 */
+	nret = ctx->frames[depth].nret;
+	dst = base + ctx->frames[depth].ret_reg;
+	for (j = 0; j < nret; j++) {
+		if (j < nval)
+			dst[j] = rv[j];
+		else
+			ktap_set_nil(&dst[j]);
+	}
 	goto next;
+}
+
 op_ITERNEXT: {
 	struct ktap_value *ra = RA;
 	struct ktap_iter *it;

@@ -421,6 +421,8 @@ static enum ktap_verr ktap_check_operand(const struct ktap_vm *vm, u32 pi,
 		return val < vm->nprobes ? 0 : KTAP_VERR_PROBE;
 	case KTAP_OPK_FIELD:
 		return val < vm->nfields ? 0 : KTAP_VERR_FIELD;
+	case KTAP_OPK_NVAL:
+		return KTAP_A(insn) + val <= p->nregs ? 0 : KTAP_VERR_REG;
 	}
 	return KTAP_VERR_OPCODE;
 }

@@ -793,6 +793,12 @@ static const struct verr_case verr_cases[] = {
 	  IBX(JMP, 1, 0) },
 	{ "bool", NULL, NULL, -EINVAL, "proto 0 insn 0 (LOADBOOL): operand is not 0 or 1",
 	  I(LOADBOOL, 0, 2, 0) },
+	{ "return values past the frame", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (RETURN): register out of range",
+	  I(RETURN, NREGS - 1, 2, 0) },
+	{ "call results past the frame", NULL, NULL, -EINVAL,
+	  "proto 0 insn 0 (CALL): register out of range",
+	  I(CALL, NREGS - 2, 0, 3) },
 	{ "builtin, none named", NULL, NULL, -EINVAL, "proto 0 insn 0 (CALLB): unknown builtin",
 	  I(CALLB, 0, 0, 0) },
 	{ "builtin index", m_birange, NULL, -EINVAL,
@@ -910,7 +916,7 @@ static const struct {
 	{ "num_cpus", 0, 0 }, { "in_interrupt", 0, 0 }, { "in_iowait", 0, 0 },
 	{ "gettimeofday_ns", 0, 0 }, { "print_hist", 1, 2 }, { "ptable", 0, 0 },
 	{ "count", 1, 1 }, { "sum", 1, 1 }, { "avg", 1, 1 }, { "min", 1, 1 },
-	{ "max", 1, 1 }, { "stack", 0, 1 }, { "print_backtrace", 0, 0 },
+	{ "max", 1, 1 }, { "stack", 0, 2 }, { "print_backtrace", 0, 0 },
 	{ "kernel_string", 1, 1 }, { "user_string", 1, 1 },
 	{ "curr_taskinfo", 1, 2 }, { "print_trace_clock", 0, 0 },
 	{ "probename", 0, 0 }, { "argstr", 0, 0 }, { "argn", 1, 1 },
@@ -1383,6 +1389,38 @@ static void p_closure(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 1, 0));
 }
 
+/*
+ * function f(a) { return a, a + 1, a + 2 }: the caller keeps two of the
+ * values, then four (the last is nil), then none; the callee returns
+ * from the top of its frame (A + B == nregs).
+ */
+static void p_multiret(struct tb *tb)
+{
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, I(MOVE, 1, 0, 0));
+	tb_emit(tb, IBX(LOADI, 2, 10));
+	tb_emit(tb, I(CALL, 1, 1, 2));
+	tb_print(tb, 1);
+	tb_print(tb, 2);
+	tb_emit(tb, I(MOVE, 1, 0, 0));
+	tb_emit(tb, IBX(LOADI, 2, 20));
+	tb_emit(tb, IBX(LOADI, 4, 7));
+	tb_emit(tb, I(CALL, 1, 1, 4));
+	tb_print(tb, 1);
+	tb_print(tb, 2);
+	tb_print(tb, 3);
+	tb_print(tb, 4);
+	tb_emit(tb, I(MOVE, 1, 0, 0));
+	tb_emit(tb, IBX(LOADI, 2, 30));
+	tb_emit(tb, I(CALL, 1, 1, 0));
+	tb_print(tb, 2);	/* untouched: no value kept */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 1, 3);
+	tb_emit(tb, I(ADDK, 1, 0, tb_kint(tb, 1)));
+	tb_emit(tb, I(ADDK, 2, 0, tb_kint(tb, 2)));
+	tb_emit(tb, I(RETURN, 0, 3, 0));
+}
+
 /* function add(a, b) { return a + b }; print(add(3, 4)); add(1) fails */
 static void p_call(struct tb *tb)
 {
@@ -1484,6 +1522,7 @@ static const struct prog_case prog_cases[] = {
 	  "x\n5\n1\n10\n2\n20\n" },
 	{ "closure and upvalues", p_closure, "1\n2\n2\n" },
 	{ "call with arguments", p_call, "7\n" },
+	{ "several return values", p_multiret, "10\n11\n20\n21\n22\nnil\n30\n" },
 	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
 	{ "tostring tonumber print", p_convert, "12x\n16\nnil\n7\tb\ttrue\n" },
 	{ "log2 and print_log2hist", p_log2,

@@ -158,7 +158,7 @@ static const struct gen_opinfo opinfo[KTAP_OP__COUNT] = {
 	X(avg,			1, 1, 0)					\
 	X(min,			1, 1, 0)					\
 	X(max,			1, 1, 0)					\
-	X(stack,		0, 1, 0)					\
+	X(stack,		0, 2, 0)					\
 	X(print_backtrace,	0, 0, 0)					\
 	X(kernel_string,	1, 1, 0)					\
 	X(user_string,		1, 1, 0)					\
@@ -876,6 +876,13 @@ static bool gen_insn(struct gen *g, uint32_t op)
 					   : below(g, max - lo + 1));
 			break;
 		}
+		case KTAP_OPK_NVAL: {
+			uint32_t max = n - v[0];
+
+			v[k] = chance(g, 80) ? below(g, max + 1 < 4 ? max + 1 : 4)
+					     : below(g, max + 1);
+			break;
+		}
 		case KTAP_OPK_K:
 			v[k] = below(g, g->im->nk);
 			break;
@@ -977,8 +984,8 @@ static bool gen_insn(struct gen *g, uint32_t op)
 		g->ty[v[0]] = builtin_type(bi);
 		break;
 	case KTAP_OP_CALL:
-		if (v[2])
-			g->ty[v[0]] = TY_ANY;
+		for (k = 0; k < (int)v[2]; k++)
+			g->ty[v[0] + k] = TY_ANY;
 		break;
 	case KTAP_OP_ITERNEXT:
 		g->ty[v[0] + 1] = TY_ANY;
@@ -1389,8 +1396,10 @@ static void call_something(struct gen *g)
 		emit(g, KTAP_INSN(KTAP_OP_MOVE, a, f, 0));
 	for (j = 0; j < nargs; j++)
 		emit(g, KTAP_INSN(KTAP_OP_MOVE, a + 1 + j, reg_of(g, TM_ALL), 0));
-	emit(g, KTAP_INSN(KTAP_OP_CALL, a, nargs, below(g, 2)));
-	g->ty[a] = TY_ANY;
+	/* keep none, one, or several of its values */
+	emit(g, KTAP_INSN(KTAP_OP_CALL, a, nargs, below(g, nargs + 2)));
+	for (j = 0; j <= nargs; j++)
+		g->ty[a + j] = TY_ANY;
 	if (g->f->nupvals || g->nkids[g->pi])
 		g->shapes |= 1ULL << SH_UPVAL;
 }
@@ -1550,7 +1559,11 @@ static void finish_function(struct gen *g, bool skip_end)
 		add_fixup(g, at, chance(g, 50) ? J_FIRST : J_BACK);
 		g->shapes |= 1ULL << SH_BACK_JUMP;
 	} else {
-		emit(g, KTAP_INSN(KTAP_OP_RETURN, any_reg(g), below(g, 2), 0));
+		uint32_t a = any_reg(g), room = nregs(g) - a + 1;
+
+		/* none, one, or several values from a up */
+		emit(g, KTAP_INSN(KTAP_OP_RETURN, a,
+				  below(g, room < 4 ? room : 4), 0));
 	}
 
 	/* resolve the random jump targets, now that the length is known */
@@ -2370,6 +2383,10 @@ static const char *self_check(const struct gen *g)
 					break;
 				case KTAP_OPK_RCNT:
 					if (KTAP_A(w) + v >= f->nregs)
+						return viol_name[V_REG];
+					break;
+				case KTAP_OPK_NVAL:
+					if (KTAP_A(w) + v > f->nregs)
 						return viol_name[V_REG];
 					break;
 				case KTAP_OPK_K:
