@@ -47,7 +47,7 @@
 	N(FORNUM)	/* vars = the variable, a, b, c = from, to, step, */ \
 			/* list = body */				\
 	N(FORIN)	/* vars = key[, value], a = iterator, b = body */ \
-	N(RETURN)	/* a = value or NULL */				\
+	N(RETURN)	/* list = values (none: NULL) */		\
 	N(BREAK)							\
 	N(FUNCSTAT)	/* a = target (NAME or FIELD chain), fn */	\
 	N(PROBE)	/* probe = what, fn = handler */

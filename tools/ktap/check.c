@@ -279,6 +279,7 @@ static void check_stmt(struct kp_checker *C, struct kp_node *n)
 		if (!C->loops)
 			kp_error(C->S, n->line, n->col, KP_E_BREAK);
 		return;
+	case KP_N_RETURN:
 	case KP_N_LOCAL:
 	case KP_N_ASSIGN:
 		check_list(C, n->list);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <elf.h>
 #include "events.h"
+#include "lex.h"
 #include "image.h"
 
 #define KP_MAX_EVENTS_FIELDS	64	/* read formats of at most this many */
@@ -385,6 +386,53 @@ static const struct kp_names *function_list(struct kp_state *S, int kallsyms)
 		l->v[l->n++] = name;
 	}
 	return l;
+}
+
+/**
+ * kp_ksym_addr() - the address of the kernel symbol a `name` token names
+ * @S: compiler state (kallsyms is read once, from KTAP_KALLSYMS or
+ *     /proc/kallsyms)
+ * @t: the TK_KSYM token
+ *
+ * Any symbol type counts (functions and data, ktap 0.4 read both); the
+ * first match wins. An unknown name, or a kallsyms that shows only zero
+ * addresses (not root, or kptr_restrict), is an error at @t.
+ *
+ * Return: the address, or 0 after reporting an error.
+ */
+uint64_t kp_ksym_addr(struct kp_state *S, const struct kp_token *t)
+{
+	const char *path = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
+	size_t len = t->str.len;
+	int seen = 0;
+	char *p, *nl;
+
+	if (!S->ksyms) {
+		S->ksyms = read_file(&S->arena, path, 256 << 20);
+		if (!S->ksyms)
+			S->ksyms = "";
+	}
+	for (p = S->ksyms; *p; p = nl) {
+		unsigned long long addr;
+		char *sp;
+
+		nl = strchr(p, '\n');
+		nl = nl ? nl + 1 : p + strlen(p);
+		/* "addr type name [module]" */
+		sp = strchr(p, ' ');
+		if (!sp || sp + 3 >= nl || sp[2] != ' ')
+			continue;
+		addr = strtoull(p, NULL, 16);
+		seen |= addr != 0;
+		if (!strncmp(sp + 3, t->str.s, len) &&
+		    strchr(" \t\n", sp[3 + len] ? sp[3 + len] : '\n') && addr)
+			return addr;
+	}
+	if (!seen)
+		kp_error(S, t->line, t->col, KP_E_KSYM_HIDDEN, t->str.s, path);
+	else
+		kp_error(S, t->line, t->col, KP_E_KSYM_UNKNOWN, t->str.s, path);
+	return 0;
 }
 
 /* Every kernel function name: available_filter_functions, else kallsyms. */

@@ -53,6 +53,8 @@ uint32_t kp_events_simple(struct kp_state *S, enum ktap_probe_type type,
 
 /* The tracefs root in use. */
 const char *kp_tracefs(struct kp_state *S);
+struct kp_token;
+uint64_t kp_ksym_addr(struct kp_state *S, const struct kp_token *t);
 
 /* ktap -le [GLOB]: print matching SYSTEM:EVENT names. */
 int kp_events_list(const char *glob);

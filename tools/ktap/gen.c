@@ -320,8 +320,11 @@ static void call_builtin(struct kp_gen *G, int id, int base, int nargs)
 	}
 }
 
-/* A call; the result lands in @r, or nowhere when @r < 0. */
-static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
+/*
+ * A call whose first @nres values land in @r and up (at most one
+ * unless @r is the topmost register), or nowhere when @r < 0.
+ */
+static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres)
 {
 	int mark = G->top, base, nargs;
 
@@ -356,20 +359,40 @@ static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
 		get_field(G, base, base + 1, &n->str);
 		nargs = 1 + args_to_regs(G, n->list);
 		at(G, n);
-		emit_abc(G, KTAP_OP_CALL, base, nargs, r >= 0);
+		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	} else if (n->builtin >= 0) {
 		nargs = args_to_regs(G, n->list);
 		at(G, n);
 		call_builtin(G, n->builtin, base, nargs);
+		if (nres > 1)	/* a builtin has one value */
+			emit_abc(G, KTAP_OP_LOADNIL, base + 1, nres - 2, 0);
 	} else {
 		to_reg(G, n->a, base);
 		nargs = args_to_regs(G, n->list);
 		at(G, n);
-		emit_abc(G, KTAP_OP_CALL, base, nargs, r >= 0);
+		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	}
 	if (r >= 0 && r != base)
 		emit_abc(G, KTAP_OP_MOVE, r, base, 0);
 	G->top = mark;
+}
+
+static void gen_call(struct kp_gen *G, struct kp_node *n, int r)
+{
+	gen_call_n(G, n, r, r >= 0);
+}
+
+/*
+ * Whether @n, the last expression of a list that has targets left, fills
+ * them all: a call of a script function can return several values. A
+ * builtin, an ansi helper or a probe has one value (or none).
+ */
+static int fills_rest(const struct kp_node *n)
+{
+	if (n->kind == KP_N_METHOD)
+		return 1;
+	return n->kind == KP_N_CALL && n->builtin < 0 && !n->ansi &&
+	       !n->ansi_args && !n->probe;
 }
 
 /*
@@ -941,6 +964,13 @@ static void gen_assign(struct kp_gen *G, struct kp_node *n)
 	}
 	for (i = 0, v = n->list2; v; v = v->next, i++) {
 		vals[i] = take(G, 1);
+		if (!v->next && nv < nt && fills_rest(v)) {
+			/* topmost: its values go to consecutive registers */
+			gen_call_n(G, v, vals[i], nt - i);
+			for (i++; i < nt; i++)
+				vals[i] = take(G, 1);
+			break;
+		}
 		to_reg(G, v, vals[i]);
 	}
 	for (; i < nt; i++) {
@@ -967,6 +997,14 @@ static void gen_local(struct kp_gen *G, struct kp_node *n)
 		nv++;
 	take(G, nv);
 	for (i = 0; e; e = e->next, i++) {
+		if (!e->next && i + 1 < nv && fills_rest(e)) {
+			/* its values fill base + i.. */
+			G->top = base + i + 1;
+			gen_call_n(G, e, base + i, nv - i);
+			G->top = base + nv;
+			i = nv - 1;
+			continue;
+		}
 		if (i < nv) {
 			to_reg(G, e, base + i);
 		} else {
@@ -1200,15 +1238,24 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 		leave(G, mark, vtop);
 		break;
 	}
-	case KP_N_RETURN:
-		if (n->a) {
-			r = any_reg(G, n->a);
+	case KP_N_RETURN: {
+		struct kp_node *e;
+		int nval = 0;
+
+		if (n->list && !n->list->next) {
+			r = any_reg(G, n->list);
 			at(G, n);
 			emit_abc(G, KTAP_OP_RETURN, r, 1, 0);
-		} else {
-			emit_abc(G, KTAP_OP_RETURN, 0, 0, 0);
+			break;
 		}
+		/* none, or several in consecutive registers */
+		base = G->top;
+		for (e = n->list; e; e = e->next, nval++)
+			to_reg(G, e, take(G, 1));
+		at(G, n);
+		emit_abc(G, KTAP_OP_RETURN, nval ? base : 0, nval, 0);
 		break;
+	}
 	case KP_N_BREAK:
 		jump(G, G->brk);
 		break;

@@ -36,6 +36,7 @@
 #define KP_MAX_DEPTH		1000		/* AST depth: nesting, a+b+.., elseif */
 #define KP_MAX_LOCALS		200		/* active locals per function */
 #define KP_MAX_PARAMS		32
+#define KP_MAX_RETURNS		16		/* values of one return */
 #define KP_MAX_ERRORS		20		/* then stop */
 #define KP_MAX_KPROBE_GLOB	256		/* kprobes one wildcard may add */
 #define KP_MAX_ARGS		64		/* script arguments */
@@ -47,6 +48,9 @@
 #define KP_ERRORS(E)							\
 	E(BAD_CHAR,	"unexpected character '%s'")			\
 	E(UNTERM_STR,	"unterminated string")				\
+	E(KSYM_SYNTAX,	"a kernel symbol is written `name`")		\
+	E(KSYM_UNKNOWN,	"unknown kernel symbol '%s' (not in %s)")	\
+	E(KSYM_HIDDEN,	"cannot read kernel symbol '%s': %s shows no addresses (run as root; kptr_restrict)") \
 	E(BAD_ESCAPE,	"invalid escape sequence '\\%s'")		\
 	E(STR_LONG,	"string too long (limit %d bytes)")		\
 	E(BAD_NUMBER,	"malformed number '%s'")			\
@@ -80,7 +84,7 @@
 	E(IMAGE_SIZE,	"bytecode image too large (limit %u bytes)")	\
 	E(SOURCE_SIZE,	"script too large (limit %d bytes)")		\
 	E(FOR_STEP,	"'for' step is zero")				\
-	E(MULTI_RET,	"only one return value is supported")		\
+	E(RETURNS,	"too many return values (limit %d)")		\
 	E(LIB_VALUE,	"'%s' attaches a probe and has no value: use it as a statement") \
 	E(NO_EVENT,	"'%s' is only available in a probe handler that receives the event") \
 	E(FFI,		"the FFI is not supported: ktap cannot call kernel functions or read kernel structures safely") \
@@ -164,6 +168,7 @@ struct kp_state {
 
 	/* the kernel's function lists, read on first use (events.c) */
 	struct kp_names	*fnlists[2];	/* ftrace's, kallsyms' */
+	char		*ksyms;		/* kallsyms text, for `name` */
 
 	/* exact kprobe targets left to the kernel to check (events.c) */
 	int		kfunc_defer;

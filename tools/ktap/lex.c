@@ -258,6 +258,29 @@ static void lx_string(struct kp_lexer *L)
 	t->str.len = L->blen;
 }
 
+/*
+ * `name` of ktap 0.4: a kernel symbol, whose address the parser looks
+ * up. Symbol names may hold dots (foo.cold, foo.isra.0).
+ */
+static void lx_ksym(struct kp_lexer *L)
+{
+	const char *start = L->p++, *name = L->p;
+	struct kp_token *t = lx_push(L, TK_KSYM, start);
+	size_t n;
+
+	while (L->p < L->end && (lx_isname(*L->p) || *L->p == '.'))
+		L->p++;
+	n = (size_t)(L->p - name);
+	if (L->p >= L->end || *L->p != '`' || !n || n > 255) {
+		kp_error(L->S, t->line, t->col, KP_E_KSYM_SYNTAX);
+		t->type = TK_ERROR;
+		return;
+	}
+	L->p++;
+	t->str.s = kp_strndup(&L->S->arena, name, n);
+	t->str.len = (uint32_t)n;
+}
+
 static void lx_number(struct kp_lexer *L)
 {
 	const char *start = L->p;
@@ -439,6 +462,10 @@ void kp_lex(struct kp_state *S)
 		}
 		if (c == '"' || c == '\'') {
 			lx_string(&L);
+			continue;
+		}
+		if (c == '`') {
+			lx_ksym(&L);
 			continue;
 		}
 		for (i = 0; i < ARRAY_SIZE(kp_ops); i++) {

@@ -15,7 +15,7 @@
 #define KP_TOKENS(T)							\
 	T(EOF, "end of file") T(NAME, "identifier") T(INT, "number")	\
 	T(STRING, "string") T(EVENTDEF, "event definition")		\
-	T(PERIOD, "period probe")					\
+	T(PERIOD, "period probe") T(KSYM, "kernel symbol")		\
 	/* keywords */							\
 	T(AND, "'and'") T(BREAK, "'break'") T(ELSE, "'else'")		\
 	T(ELSEIF, "'elseif'") T(FALSE, "'false'") T(FOR, "'for'")	\

@@ -30,6 +30,7 @@
  */
 #include <string.h>
 #include "ast.h"
+#include "events.h"
 #include "lex.h"
 
 struct kp_parser {
@@ -334,6 +335,10 @@ static struct kp_node *simple(struct kp_parser *P)
 		n = node_at(P, KP_N_STR, t);
 		n->str = t->str;
 		break;
+	case TK_KSYM:
+		n = node_at(P, KP_N_INT, t);
+		n->ival = (int64_t)kp_ksym_addr(P->S, t);
+		break;
 	case TK_NIL:
 		n = node_at(P, KP_N_NIL, t);
 		break;
@@ -606,16 +611,21 @@ static struct kp_node *var_stmt(struct kp_parser *P, struct kp_token *kw)
 
 static struct kp_node *return_stmt(struct kp_parser *P, struct kp_token *kw)
 {
-	struct kp_node *n = node_at(P, KP_N_RETURN, kw);
+	struct kp_node *n = node_at(P, KP_N_RETURN, kw), **tail;
 	struct kp_token *t = tok(P);
+	int nval = 0;
 
 	/* `return` alone on its line returns nothing */
 	if (t->type == TK_EOF || t->type == TK_RBRACE || t->type == TK_SEMI ||
 	    t->nl_before)
 		return n;
-	n->a = expr(P);
-	if (is(P, TK_COMMA))
-		kp_fatal(P->S, tok(P)->line, tok(P)->col, KP_E_MULTI_RET);
+	tail = &n->list;
+	do {
+		if (++nval > KP_MAX_RETURNS)
+			kp_fatal(P->S, tok(P)->line, tok(P)->col,
+				 KP_E_RETURNS, KP_MAX_RETURNS);
+		append(&tail, expr(P));
+	} while (accept(P, TK_COMMA));
 	return n;
 }
 

@@ -64,7 +64,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "avg", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "min", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "max", 1, 1, 0, KP_BI_CALL, NULL, 0 },
-	{ "stack", 0, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "stack", 0, 2, 0, KP_BI_CALL, NULL, 0 },
 	{ "print_backtrace", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "kernel_string", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "user_string", 1, 1, 0, KP_BI_CALL, NULL, 0 },
@@ -86,6 +86,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "inplace_inc", 2, 3, 0, KP_BI_INC, NULL, 0 },
 	{ "histogram", 1, 2, 0, KP_BI_ALIAS, "print_hist", 0 },
 	{ "kdebug_dumpstack", 0, 0, 0, KP_BI_ALIAS, "print_backtrace", 0 },
+	{ "backtrace", 0, 2, 0, KP_BI_ALIAS, "stack", 0 },	/* 0.3, 0.4 */
 };
 #undef ANY
 
@@ -922,7 +923,7 @@ static void walk_stmt(struct kp_resolver *R, struct kp_node *n)
 		walk_stmt(R, n->b);
 		break;
 	case KP_N_RETURN:
-		walk_expr(R, n->a);
+		walk_list(R, n->list);
 		break;
 	case KP_N_FUNCSTAT:
 		walk_target(R, n->a);

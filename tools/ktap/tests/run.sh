@@ -177,6 +177,17 @@ check "errors show the source line and a caret" sh -c \
 	 '$KTAP' -b '$OUT/caret.kp' 2>&1 | sed -n 2,3p | tr '\n' '|' | grep -qx ' print(b)| {6}\\^|' ||
 	 '$KTAP' -b '$OUT/caret.kp' 2>&1 | sed -n 3p | grep -qx '       ^'"
 
+ksym_literal() { # `name` is an address from kallsyms, of any symbol type
+	printf 'ffffffff81001000 T vfs_read\nffffffff82000040 D jiffies\n' > "$OUT/kallsyms2"
+	printf 'print(%s)\nprint(%s)\n' '`jiffies`' '`vfs_read`' > "$OUT/ksym.kp"
+	KTAP_KALLSYMS="$OUT/kallsyms2" "$KTAP" -b "$OUT/ksym.kp" > "$OUT/ksym.lst" || return 1
+	grep -q 'LOADK .* ; -2113929152$' "$OUT/ksym.lst" || return 1
+	grep -q 'LOADK .* ; -2130702336$' "$OUT/ksym.lst" || return 1
+	printf 'print(%s)\n' '`kp_call`' > "$OUT/ksym2.kp"
+	! KTAP_KALLSYMS="$OUT/kallsyms2" "$KTAP" -b "$OUT/ksym2.kp" 2> "$OUT/ksym2.err" || return 1
+	grep -q "ksym2.kp:1:7: error: unknown kernel symbol 'kp_call'" "$OUT/ksym2.err"
+}
+check "\`name\` is the address kallsyms shows; an unknown name is an error" ksym_literal
 long_diag() { # a long event definition quoted in a message: bounded
 	awk 'BEGIN { s = "trace probe:vf"; for (i = 0; i < 1200; i++) s = s "."
 		     print s " {}" }' > "$OUT/long.kp"
