@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 18
+ktap_set_plan 20
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -401,6 +401,71 @@ if [ $rc = 0 ] && [ "${a:-0}" -ge 1 ] 2>/dev/null && [ "$a" = "$b" ] && [ "$a" =
 else
 	sed 's/^/# /' "$T/ktap04.out" | head -5
 	ktap_test_fail "event list, argname and kdebug.tracepoint (rc $rc)"
+fi
+
+# 19. several return values (ktap 0.1's test/function.kp shape): the last
+# call of a value list fills the targets left, a missing value is nil;
+# and ktap 0.4's `symbol`, the address kallsyms shows
+cat > "$T/multiret.kp" <<'EOF'
+function divmod(a, b) {
+	return a / b, a % b
+}
+c, d = divmod(17, 5)
+var x, y, z = divmod(9, 4)
+var lo, hi = 1, divmod(7, 2)
+printf("%d %d %d %d %s %d %d\n", c, d, x, y, tostring(z), lo, hi)
+printf("%x\n", `generic_file_mmap`)
+EOF
+out=$(timeout 60 "$KTAP" -q "$T/multiret.kp" 2>&1)
+addr=$(awk '$3 == "generic_file_mmap" { print $1; exit }' /proc/kallsyms)
+if [ "$out" = "3 2 2 1 nil 1 3
+$addr" ]; then
+	ktap_test_pass "several return values and \`generic_file_mmap\`: $(echo $out)"
+else
+	ktap_print_msg "got: $out"
+	ktap_test_fail "several return values and \`generic_file_mmap\` ($addr)"
+fi
+
+# 20. stack(depth, skip) and backtrace() of ktap 0.3/0.4: in the main
+# chunk (the ioctl's stack) skipping one frame drops the innermost line
+# and keeps the outermost; in a handler they key a table
+cat > "$T/stacks.kp" <<'EOF'
+print("ALL")
+print(stack())
+print("SKIP1")
+print(stack(-1, 1))
+print("TWO")
+print(stack(2))
+print("BT")
+print(backtrace())
+var s = {}
+trace syscalls:sys_enter_getppid {
+	s[backtrace()] += 1
+	s[stack(-1, 12)] += 1
+}
+trace_end {
+	printf("KEYS %d\n", table_count(s))
+}
+EOF
+timeout 60 "$KTAP" -q "$T/stacks.kp" -- sh -c 'echo $PPID > /dev/null' > "$T/stacks.out" 2>&1
+rc=$?
+frames() {
+	awk -v want="$1" '/^[A-Z0-9]+( |$)/ { sect = $1; next }
+			  sect == want && /^ / { print }' "$T/stacks.out"
+}
+all=$(frames ALL | wc -l)
+skip1=$(frames SKIP1 | wc -l)
+two=$(frames TWO | wc -l)
+bt=$(frames BT | wc -l)
+keys=$(sed -n 's/^KEYS //p' "$T/stacks.out")
+if [ $rc = 0 ] && [ "$all" -ge 3 ] && [ "$all" -lt 32 ] &&
+   [ "$skip1" = $((all - 1)) ] && [ "$two" = 2 ] && [ "$bt" = "$all" ] &&
+   [ "$(frames ALL | tail -1)" = "$(frames SKIP1 | tail -1)" ] &&
+   [ "${keys:-0}" -ge 1 ] 2>/dev/null; then
+	ktap_test_pass "stack(), stack(-1, 1), stack(2), backtrace(): $all $skip1 $two $bt frames, $keys keys"
+else
+	sed 's/^/# /' "$T/stacks.out" | head -40
+	ktap_test_fail "stack(depth, skip) and backtrace() (rc $rc: $all $skip1 $two $bt frames, keys $keys)"
 fi
 
 ktap_finished
