@@ -321,12 +321,13 @@ static void call_builtin(struct kp_gen *G, int id, int base, int nargs)
 }
 
 /*
- * A call whose first @nres values land in @r and up (at most one
- * unless @r is the topmost register), or nowhere when @r < 0.
+ * A call whose first @nres values land in @r and up (@r is best the
+ * topmost register: the call then needs no moves), or nowhere when
+ * @r < 0 (@nres 0).
  */
 static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres)
 {
-	int mark = G->top, base, nargs;
+	int mark = G->top, base, nargs, k;
 
 	if (n->ansi_args) {
 		if (r >= 0) {
@@ -372,8 +373,11 @@ static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres)
 		at(G, n);
 		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	}
-	if (r >= 0 && r != base)
-		emit_abc(G, KTAP_OP_MOVE, r, base, 0);
+	if (nres > 1 && G->top < base + nres)
+		take(G, base + nres - G->top);	/* the frame holds them all */
+	/* in order: r + k can only be a source already moved */
+	for (k = 0; r >= 0 && r != base && k < nres; k++)
+		emit_abc(G, KTAP_OP_MOVE, r + k, base + k, 0);
 	G->top = mark;
 }
 
