@@ -109,16 +109,21 @@ struct ktap_event {
 /**
  * struct ktap_host_ops - services the session gives the VM
  * @attach: ATTACH in the main chunk: record @fn as handler of @probe.
- *	    Runs in process context; the session attaches after the main
- *	    chunk returns.
+ *	    Runs in process context; the session attaches when the main
+ *	    chunk returns or sleeps.
  * @write: append @len bytes of output; any context, never sleeps,
  *	   counts a drop instead of blocking.
  * @exit: exit() or a runtime error: ask the session to stop.
+ * @sleep: sleep() in the main chunk: attach the handlers recorded so
+ *	   far, then wait @ms milliseconds, less if the session ends.
+ *	   Process context. Returns 0, -EINTR on a signal, or the
+ *	   attach error.
  */
 struct ktap_host_ops {
 	int (*attach)(void *host, u32 probe, struct ktap_closure *fn);
 	void (*write)(void *host, const char *buf, size_t len);
 	void (*exit)(void *host);
+	int (*sleep)(void *host, u32 ms);
 };
 
 /**

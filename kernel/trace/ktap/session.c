@@ -256,10 +256,66 @@ static int ktap_host_attach(void *host, u32 probe, struct ktap_closure *fn)
 	return 0;
 }
 
+static int ktap_attach_all(struct ktap_session *sess);
+
+/* The session ended, or ktap_wake_readers() fired and must be re-armed. */
+static bool ktap_sleep_woken(struct ktap_session *sess)
+{
+	return ktap_done(sess) || !READ_ONCE(sess->waiters_pending);
+}
+
+/**
+ * ktap_host_sleep - host_ops->sleep: the main chunk waits, probes live
+ * @host: the session
+ * @ms: milliseconds
+ *
+ * Runs in the main chunk, in process context, under sess->lock (START).
+ * The handlers recorded so far are attached and the session is RUNNING
+ * from here on; STOP from another thread waits for START to return, so
+ * the wait ends early when a handler calls exit() or hits an error.
+ *
+ * Return: 0, -EINTR on a signal, or the attach error (the session is
+ * then EXITING with a message in its output).
+ */
+static int ktap_host_sleep(void *host, u32 ms)
+{
+	struct ktap_session *sess = host;
+	unsigned long deadline = jiffies + msecs_to_jiffies(ms);
+	long left;
+	int ret;
+
+	lockdep_assert_held(&sess->lock);
+	if (ktap_done(sess))
+		return 0;
+	ret = ktap_attach_all(sess);
+	if (ret) {
+		ktap_set_exiting(sess);
+		return ret;
+	}
+	atomic_cmpxchg(&sess->hot.state, KTAP_STATE_LOADED, KTAP_STATE_RUNNING);
+	/*
+	 * ktap_wake_readers() wakes sess->wq once per ktap_prepare_wait():
+	 * after each wakeup (output, most often) arm it again.
+	 */
+	while (!ktap_done(sess)) {
+		left = (long)(deadline - jiffies);
+		if (left <= 0)
+			break;
+		ktap_prepare_wait(sess);
+		left = wait_event_interruptible_timeout(sess->wq,
+							ktap_sleep_woken(sess),
+							left);
+		if (left < 0)
+			return -EINTR;
+	}
+	return 0;
+}
+
 static const struct ktap_host_ops ktap_host_ops = {
 	.attach	= ktap_host_attach,
 	.write	= ktap_host_write,
 	.exit	= ktap_host_exit,
+	.sleep	= ktap_host_sleep,
 };
 
 /**
@@ -519,14 +575,17 @@ out_log:
 	return ret;
 }
 
-/* Attach every recorded handler; on failure detach them all again. */
+/*
+ * Attach every recorded handler not yet attached (sleep() in the main
+ * chunk attaches those recorded before it); on failure detach them all.
+ */
 static int ktap_attach_all(struct ktap_session *sess)
 {
 	struct ktap_handler *h;
 	int ret;
 
 	list_for_each_entry(h, &sess->handlers, node) {
-		if (h->bp->type == KTAP_PROBE_END)
+		if (h->bp->type == KTAP_PROBE_END || h->priv)
 			continue;
 		ret = ktap_handler_attach(h);
 		if (ret) {
@@ -544,7 +603,8 @@ static int ktap_attach_all(struct ktap_session *sess)
 }
 
 /*
- * START: run the main chunk (ATTACH records handlers), then attach. A
+ * START: run the main chunk (ATTACH records handlers, sleep() attaches
+ * those recorded so far and waits), then attach the rest. A
  * runtime error or exit() in the main chunk is not an ioctl error: the
  * session is EXITING and its output says why. An attach failure is
  * returned, with a message in the output, and leaves the session EXITING.

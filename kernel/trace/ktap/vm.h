@@ -408,6 +408,7 @@ int ktap_charge(struct ktap_exec *x, u64 n);
 int ktap_border(struct ktap_exec *x, struct ktap_table *t, s64 *n);
 int ktap_obj_error(struct ktap_exec *x, int err);
 void ktap_write(struct ktap_exec *x, const char *buf, size_t len);
+int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 
 /*
  * Builtin functions, declared once: name as scripts and images spell
@@ -442,6 +443,7 @@ void ktap_write(struct ktap_exec *x, const char *buf, size_t len);
 	X(gettimeofday_ns,	0, 0, 0)			\
 	X(print_hist,		1, 2, 0)			\
 	X(ptable,		0, 0, KTAP_BF_MAIN)		\
+	X(sleep,		1, 1, KTAP_BF_MAIN)		\
 	X(count,		1, 1, 0)			\
 	X(sum,			1, 1, 0)			\
 	X(avg,			1, 1, 0)			\

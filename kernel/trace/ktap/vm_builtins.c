@@ -418,6 +418,19 @@ static int ktap_bi_exit(struct ktap_exec *x, struct ktap_value *ret,
 	return KTAP_HALT;
 }
 
+/*
+ * sleep(ms) of the main chunk (os.sleep of ktap 0.1): the probes
+ * recorded so far fire meanwhile. The wait ends early when the session
+ * ends; a signal ends the main chunk.
+ */
+static int ktap_bi_sleep(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	if (args[0].type != KTAP_TINT || args[0].i < 0)
+		return ktap_rt_error(x, "sleep() takes a number of milliseconds >= 0");
+	return ktap_main_sleep(x, min_t(s64, args[0].i, U32_MAX));
+}
+
 static int ktap_bi_cpu(struct ktap_exec *x, struct ktap_value *ret,
 		       struct ktap_value *args, u32 nargs)
 {

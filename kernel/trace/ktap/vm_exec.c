@@ -225,6 +225,49 @@ static void ktap_close_upvals(struct ktap_exec *x, struct ktap_value *base)
 	}
 }
 
+/**
+ * ktap_main_sleep - let the main chunk wait while its probes fire
+ * @x: the main chunk's run
+ * @ms: milliseconds
+ *
+ * The handlers recorded so far go live and may run on any CPU while the
+ * main chunk waits. They reach main-chunk locals only through upvalues,
+ * and an open upvalue points into the main chunk's registers, which
+ * the main chunk writes without ktap_shared_write(): a handler could
+ * read half a value there. So every open upvalue is closed first; from
+ * here on a handler and the main chunk each see their own copy of such
+ * a local (the compiler refuses scripts that would notice).
+ *
+ * A signal (Ctrl-C) during the wait, or exit() or an error in a handler,
+ * ends the main chunk as exit() would: the session stops and its END
+ * handlers run.
+ *
+ * Return: 0, KTAP_HALT, or the runtime error of an attach failure.
+ */
+int ktap_main_sleep(struct ktap_exec *x, u32 ms)
+{
+	struct ktap_vm *vm = x->vm;
+	const struct ktap_host_ops *ops = vm->host_ops;
+	int err;
+
+	if (!x->main || x->callbacks)
+		return ktap_rt_error(x, "sleep() only works in the main chunk");
+	ktap_close_upvals(x, x->ctx->stack);
+	if (!ops || !ops->sleep)
+		return 0;
+	err = ops->sleep(vm->host, ms);
+	if (err && err != -EINTR)
+		return ktap_rt_error(x, "cannot attach the probes (error %d)",
+				     err);
+	if (err || atomic_read(&vm->halted)) {
+		atomic_set(&vm->halted, 1);
+		if (ops->exit)
+			ops->exit(vm->host);
+		return KTAP_HALT;
+	}
+	return 0;
+}
+
 static struct ktap_closure *ktap_new_closure(struct ktap_exec *x,
 					     struct ktap_closure *cl,
 					     u32 proto, struct ktap_value *base)

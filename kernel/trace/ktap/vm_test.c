@@ -209,6 +209,10 @@ struct fake_host {
 	struct ktap_vm		*vm;
 	bool			recurse;
 	int			recurse_ret;
+	u32			slept_ms;
+	int			sleeps;
+	int			sleep_fire_ret;
+	int			sleep_ret;
 };
 
 static void fake_write(void *host, const char *buf, size_t len)
@@ -239,10 +243,23 @@ static void fake_exit(void *host)
 	h->exits++;
 }
 
+/* A handler attached before sleep() fires while the main chunk waits. */
+static int fake_sleep(void *host, u32 ms)
+{
+	struct fake_host *h = host;
+
+	h->sleeps++;
+	h->slept_ms = ms;
+	if (h->fn)
+		h->sleep_fire_ret = ktap_vm_fire(h->vm, h->fn, NULL);
+	return h->sleep_ret;
+}
+
 static const struct ktap_host_ops fake_ops = {
 	.attach	= fake_attach,
 	.write	= fake_write,
 	.exit	= fake_exit,
+	.sleep	= fake_sleep,
 };
 
 KUNIT_DEFINE_ACTION_WRAPPER(ktap_vm_free_action, ktap_vm_free, struct ktap_vm *);
@@ -2526,6 +2543,76 @@ static void t_exit(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "end\nend\n");
 }
 
+/*
+ * local n = 5; attach(function () { print(n) }); sleep(250); n = 6:
+ * the handler runs during the sleep and sees 5; the upvalue was closed
+ * before the wait, so the main chunk's later write to its register
+ * (unsynchronised with handlers) is not what the handler reads. A
+ * handler that calls sleep() gets a runtime error; a signal during the
+ * wait halts the main chunk.
+ */
+static void t_sleep(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb_probe(tb, KTAP_PROBE_TIMER);
+	tb_emit(tb, IBX(LOADI, 0, 5));
+	tb_emit(tb, IBX(CLOSURE, 1, 1));
+	tb_emit(tb, IBX(ATTACH, 1, 0));
+	tb_emit(tb, IBX(LOADI, 3, 250));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, "sleep")));
+	tb_emit(tb, IBX(LOADI, 0, 6));
+	tb_print(tb, 0);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 3);
+	tb_upval(tb, 1, 0);
+	tb_emit(tb, I(GETUPVAL, 2, 0, 0));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "print")));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_load(test, tb, h, 0);
+	h->vm = vm;
+	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
+	KUNIT_EXPECT_EQ(test, h->sleeps, 1);
+	KUNIT_EXPECT_EQ(test, h->slept_ms, 250);
+	KUNIT_EXPECT_EQ(test, h->sleep_fire_ret, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "5\n6\n5\n");
+
+	/* the second proto as a handler: sleep() is for the main chunk */
+	h = fake_new(test);
+	tb = tb_new(test);
+	tb_probe(tb, KTAP_PROBE_TIMER);
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, IBX(ATTACH, 0, 0));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 3);
+	tb_emit(tb, IBX(LOADI, 2, 1));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "sleep")));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_load(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, h->sleeps, 0);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(fake_text(h),
+					   "sleep() only works in the main chunk"));
+
+	/* a signal during the wait ends the main chunk as exit() does */
+	h = fake_new(test);
+	h->sleep_ret = -EINTR;
+	tb = tb_new(test);
+	tb_emit(tb, IBX(LOADI, 3, 10));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, "sleep")));
+	tb_print(tb, 3);			/* not reached */
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	vm = t_load(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
+	KUNIT_EXPECT_EQ(test, h->sleeps, 1);
+	KUNIT_EXPECT_EQ(test, h->exits, 1);
+	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
 /* printf conversions. */
 struct printf_case {
 	const char	*fmt;
@@ -2788,6 +2875,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_concurrency_growth),
 	KUNIT_CASE_SLOW(t_speed),
 	KUNIT_CASE(t_exit),
+	KUNIT_CASE(t_sleep),
 	KUNIT_CASE_PARAM(t_printf, printf_gen_params),
 	KUNIT_CASE(t_histogram),
 	KUNIT_CASE(t_table_growth),
