@@ -142,6 +142,7 @@ struct kp_probe {
 	uint32_t	first, n;	/* probe table entries */
 	struct kp_evinfo *ev;		/* trace: the events' fields */
 	uint8_t		override;	/* may call e.set_retval() */
+	uint8_t		nowait;		/* kdebug.probe_end(fn, 1) */
 };
 
 /* A function: the main chunk, a `function`, or a probe handler. */
@@ -187,6 +188,7 @@ struct kp_node {
 struct kp_ast {
 	struct kp_func	*main;
 	uint8_t		need_arg;	/* the script reads arg[] */
+	uint8_t		exit_at_end;	/* gen.c: the main chunk ends in exit() */
 };
 
 /* parse.c: tokens to tree; errors are reported, 0 if none. */

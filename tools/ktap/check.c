@@ -12,7 +12,7 @@
  * kp_check() runs after resolve.c, when every call knows whether it
  * reaches a builtin: argument counts of builtins, probes only in the
  * main chunk, library probe calls only as statements, `break` only in
- * a loop.
+ * a loop, sleep() only where it can wait.
  */
 #include <string.h>
 #include "ast.h"
@@ -171,7 +171,44 @@ struct kp_checker {
 	struct kp_state	*S;
 	struct kp_func	*fn;
 	int		loops;		/* enclosing loops in this function */
+	uint32_t	sleep_line;	/* first sleep() outside handlers */
+	struct kp_var	*shared;	/* first main-chunk local captured */
 };
+
+/* Is @fn a probe handler or nested in one? */
+static int in_handler(const struct kp_func *fn)
+{
+	for (; fn; fn = fn->parent)
+		if (fn->probe)
+			return 1;
+	return 0;
+}
+
+/*
+ * sleep() lets the handlers run while the main chunk goes on. The VM
+ * gives them a copy of the main chunk's locals they capture (it cannot
+ * share registers the main chunk writes unsynchronised), so a script
+ * that sleeps may not share main-chunk locals with functions at all.
+ */
+static void note_sleep(struct kp_checker *C, const struct kp_node *call)
+{
+	if (strcmp(kp_builtin_name(call->builtin), "sleep"))
+		return;
+	if (in_handler(C->fn))
+		kp_error(C->S, call->a->line, call->a->col,
+			 KP_E_SLEEP_HANDLER);
+	else if (!C->sleep_line)
+		C->sleep_line = call->a->line;
+}
+
+static void note_locals(struct kp_checker *C, struct kp_var *v)
+{
+	if (C->fn->parent)
+		return;
+	for (; v && !C->shared; v = v->next)
+		if (v->captured)
+			C->shared = v;
+}
 
 static void check_expr(struct kp_checker *C, struct kp_node *n, int stmt);
 static void check_func(struct kp_checker *C, struct kp_func *fn);
@@ -222,9 +259,10 @@ static void check_expr(struct kp_checker *C, struct kp_node *n, int stmt)
 			check_expr(C, n->probe->handler, 0);
 			return;
 		}
-		if (n->builtin >= 0)
+		if (n->builtin >= 0) {
 			check_arity(C, n);
-		else
+			note_sleep(C, n);
+		} else
 			check_expr(C, n->a, 0);
 		check_list(C, n->list);
 		return;
@@ -266,6 +304,7 @@ static void check_stmt(struct kp_checker *C, struct kp_node *n)
 	case KP_N_WHILE:
 	case KP_N_FORNUM:
 	case KP_N_FORIN:
+		note_locals(C, n->vars);
 		check_expr(C, n->a, 0);
 		if (n->kind == KP_N_FORNUM) {
 			check_expr(C, n->b, 0);
@@ -282,11 +321,13 @@ static void check_stmt(struct kp_checker *C, struct kp_node *n)
 	case KP_N_RETURN:
 	case KP_N_LOCAL:
 	case KP_N_ASSIGN:
+		note_locals(C, n->vars);
 		check_list(C, n->list);
 		check_list(C, n->list2);
 		return;
 	case KP_N_LOCALFUNC:
 	case KP_N_FUNCSTAT:
+		note_locals(C, n->vars);
 		check_expr(C, n->a, 0);
 		check_func(C, n->fn);
 		return;
@@ -321,5 +362,8 @@ int kp_check(struct kp_state *S, struct kp_ast *ast)
 	int before = S->nerrors;
 
 	check_func(&C, ast->main);
+	if (C.sleep_line && C.shared)
+		kp_error(S, C.shared->line, C.shared->col, KP_E_SLEEP_SHARED,
+			 C.shared->name, C.sleep_line, C.shared->name);
 	return S->nerrors - before;
 }

@@ -1032,6 +1032,8 @@ static void attach(struct kp_gen *G, int r, const struct kp_probe *p)
 
 	for (i = 0; i < p->n; i++)
 		emit_abx(G, KTAP_OP_ATTACH, r, (int)(p->first + i));
+	if (p->nowait)
+		G->ast->exit_at_end = 1;
 }
 
 static void gen_block(struct kp_gen *G, struct kp_node *blk);
@@ -1372,6 +1374,9 @@ static uint32_t gen_func(struct kp_gen *G, struct kp_func *fn)
 	gen_block(G, fn->body);
 	place(G, &end);
 	G->line = fn->end_line;
+	/* ktap 0.1's "do not wait": tracing ends with the main chunk */
+	if (!fn->parent && G->ast->exit_at_end)
+		callb(G, "exit", take(G, 1), 0);
 	emit_abc(G, KTAP_OP_RETURN, 0, 0, 0);
 	if (G->f->maxregs < 1)
 		G->f->maxregs = 1;

@@ -89,6 +89,9 @@
 	E(NO_EVENT,	"'%s' is only available in a probe handler that receives the event") \
 	E(FFI,		"the FFI is not supported: ktap cannot call kernel functions or read kernel structures safely") \
 	E(PROBE_MAIN,	"probes can only be defined in the main chunk, not inside a function") \
+	E(SLEEP_HANDLER, "sleep() waits in the main chunk: a probe handler cannot sleep") \
+	E(SLEEP_SHARED,	"local '%s' of the main chunk is shared with a function, and the main chunk sleeps (line %u): make '%s' a global") \
+	E(END_NOWAIT,	"the second argument of kdebug.probe_end must be a constant") \
 	E(PROBE_SPEC,	"probe specification must be a constant string") \
 	E(PROBE_ARGS,	"%s needs %s")					\
 	E(TIMER_ARG,	"%s needs a constant positive integer period")	\

@@ -59,6 +59,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "gettimeofday_ns", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "print_hist", 1, 2, 0, KP_BI_CALL, NULL, 0 },
 	{ "ptable", 0, 0, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
+	{ "sleep", 1, 1, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
 	{ "count", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "sum", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "avg", 1, 1, 0, KP_BI_CALL, NULL, 0 },
@@ -94,7 +95,7 @@ static const struct kp_builtin kp_builtins[] = {
 /* Builtins with side effects or arguments are not values when bare. */
 static const char *const kp_not_bare[] = {
 	"print", "printf", "exit", "print_backtrace", "print_trace_clock",
-	"kdebug_dumpstack", "ptable",
+	"kdebug_dumpstack", "ptable", "sleep",
 };
 
 static const char *const kp_libs[] = {
@@ -553,11 +554,16 @@ static void library_probe(struct kp_resolver *R, struct kp_node *call,
 {
 	struct kp_node *args = call->list, *m = call->a;
 	int want = kind == KP_PROBE_KDEBUG_END ? 1 : 2, nargs = 0, before;
+	struct kp_node *a, *nowait = NULL;
 	struct kp_probe *p;
-	struct kp_node *a;
 
 	for (a = args; a; a = a->next)
 		nargs++;
+	/* kdebug.probe_end(fn, 1) of ktap 0.1: end when the main chunk does */
+	if (kind == KP_PROBE_KDEBUG_END && nargs == 2) {
+		nowait = args->next;
+		nargs = 1;
+	}
 	if (nargs != want) {
 		char need[64];
 
@@ -572,6 +578,13 @@ static void library_probe(struct kp_resolver *R, struct kp_node *call,
 	p = kp_alloc(&R->S->arena, sizeof(*p));
 	p->kind = kind;
 	p->what = what;
+	if (nowait && !R->collect) {
+		if (nowait->kind == KP_N_INT || nowait->kind == KP_N_TRUE)
+			p->nowait = nowait->kind == KP_N_TRUE || nowait->ival;
+		else if (nowait->kind != KP_N_FALSE && nowait->kind != KP_N_NIL)
+			kp_error(R->S, nowait->line, nowait->col,
+				 KP_E_END_NOWAIT);
+	}
 	p->spec = want == 2 ? args : NULL;
 	p->handler = want == 2 ? args->next : args;
 	if (kind != KP_PROBE_KDEBUG_END && p->handler->kind == KP_N_FUNC &&
@@ -684,11 +697,13 @@ static int library_call(struct kp_resolver *R, struct kp_node *call)
 			return 1;
 		}
 	} else if (!strcmp(lib, "os")) {
-		if (!R->collect)
-			kp_error(R->S, f->line, f->col, KP_E_UNSUPPORTED, what,
-				 "the main chunk cannot wait; end tracing with tick-Ns { exit() }");
-		walk_list(R, call->list);
-		return 1;
+		/* os.sleep(ms) of ktap 0.1: the main chunk waits, probes live */
+		if (!strcmp(member, "sleep")) {
+			call->builtin = kp_builtin_find("sleep");
+			walk_list(R, call->list);
+			return 1;
+		}
+		kp_suggest(sug, sizeof(sug), member, "sleep");
 	} else if (!strcmp(lib, "net")) {
 		if (!R->collect)
 			kp_error(R->S, f->line, f->col, KP_E_UNSUPPORTED, what,
