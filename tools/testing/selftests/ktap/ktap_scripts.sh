@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 20
+ktap_set_plan 23
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -466,6 +466,95 @@ if [ $rc = 0 ] && [ "$all" -ge 3 ] && [ "$all" -lt 32 ] &&
 else
 	sed 's/^/# /' "$T/stacks.out" | head -40
 	ktap_test_fail "stack(depth, skip) and backtrace() (rc $rc: $all $skip1 $two $bt frames, keys $keys)"
+fi
+
+# 21-23. os.sleep(ms) of ktap 0.1: the probes recorded before it fire
+# while the main chunk waits; kdebug.probe_end(fn, 1) ends tracing with
+# the main chunk; exit() in a handler and Ctrl-C end a long wait early,
+# the main chunk stops there and the END handlers still run
+cat > "$T/sleep.kp" <<'EOF'
+ticks = 0
+timer.ms(20, function () {
+	if (ticks == 0) {
+		print("first tick while the main chunk sleeps")
+	}
+	ticks = ticks + 1
+})
+os.sleep(500)
+if (ticks >= 5) {
+	print("main chunk awake after the ticks")
+} else {
+	printf("main chunk awake after %d ticks\n", ticks)
+}
+kdebug.probe_end(function () { print("end handler") }, 1)
+EOF
+start=$SECONDS
+out=$(timeout 60 "$KTAP" -q "$T/sleep.kp" 2>&1)
+rc=$?
+if [ $rc = 0 ] && [ "$out" = "first tick while the main chunk sleeps
+main chunk awake after the ticks
+end handler" ]; then
+	ktap_test_pass "os.sleep(500) with a 20 ms timer live, then probe_end(fn, 1) ends it ($((SECONDS - start)) s)"
+else
+	ktap_print_msg "rc $rc, got: $out"
+	ktap_test_fail "os.sleep(500) with a 20 ms timer live, then probe_end(fn, 1)"
+fi
+
+cat > "$T/sleep_exit.kp" <<'EOF'
+tick-100ms {
+	print("exit in a handler")
+	exit()
+}
+trace_end { print("end handler") }
+os.sleep(600000)
+print("the main chunk went on after exit()")
+EOF
+start=$SECONDS
+out=$(timeout 60 "$KTAP" -q "$T/sleep_exit.kp" 2>&1)
+rc=$?
+took=$((SECONDS - start))
+if [ $rc = 0 ] && [ $took -lt 30 ] && [ "$out" = "exit in a handler
+end handler" ]; then
+	ktap_test_pass "exit() in a handler ends os.sleep(600000) after $took s"
+else
+	ktap_print_msg "rc $rc after $took s, got: $out"
+	ktap_test_fail "exit() in a handler ends os.sleep(600000)"
+fi
+
+cat > "$T/sleep_int.kp" <<'EOF'
+trace_end { print("end handler after Ctrl-C") }
+print("sleeping")
+os.sleep(600000)
+print("the main chunk went on after Ctrl-C")
+EOF
+start=$SECONDS
+"$KTAP" -q "$T/sleep_int.kp" > "$T/sleep_int.out" 2>&1 &
+k=$!
+# the tool prints nothing until START returns: wait for the session,
+# then give the main chunk time to reach the sleep
+i=0
+while [ $i -lt 300 ] && no_sessions; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 2
+kill -INT $k 2>/dev/null
+i=0
+while [ $i -lt 300 ] && kill -0 $k 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -KILL $k 2>/dev/null && wait $k
+wait $k
+rc=$?
+took=$((SECONDS - start))
+out=$(cat "$T/sleep_int.out")
+if [ $rc = 0 ] && [ $took -lt 40 ] && [ "$out" = "sleeping
+end handler after Ctrl-C" ] && no_sessions; then
+	ktap_test_pass "Ctrl-C ends os.sleep(600000) after $took s, END handler ran"
+else
+	ktap_print_msg "rc $rc after $took s, got: $out"
+	ktap_test_fail "Ctrl-C ends os.sleep(600000)"
 fi
 
 ktap_finished
