@@ -258,6 +258,23 @@ static int ktap_host_attach(void *host, u32 probe, struct ktap_closure *fn)
 
 static int ktap_attach_all(struct ktap_session *sess);
 
+/*
+ * Attach the handlers recorded so far and mark the session RUNNING; on
+ * failure the session is EXITING. START does this when the main chunk
+ * returns, sleep() before it waits.
+ */
+static int ktap_go_live(struct ktap_session *sess)
+{
+	int ret = ktap_attach_all(sess);
+
+	if (ret) {
+		ktap_set_exiting(sess);
+		return ret;
+	}
+	atomic_cmpxchg(&sess->hot.state, KTAP_STATE_LOADED, KTAP_STATE_RUNNING);
+	return 0;
+}
+
 /* The session ended, or ktap_wake_readers() fired and must be re-armed. */
 static bool ktap_sleep_woken(struct ktap_session *sess)
 {
@@ -287,12 +304,9 @@ static int ktap_host_sleep(void *host, u32 ms)
 	lockdep_assert_held(&sess->lock);
 	if (ktap_done(sess))
 		return 0;
-	ret = ktap_attach_all(sess);
-	if (ret) {
-		ktap_set_exiting(sess);
+	ret = ktap_go_live(sess);
+	if (ret)
 		return ret;
-	}
-	atomic_cmpxchg(&sess->hot.state, KTAP_STATE_LOADED, KTAP_STATE_RUNNING);
 	/*
 	 * ktap_wake_readers() wakes sess->wq once per ktap_prepare_wait():
 	 * after each wakeup (output, most often) arm it again.
@@ -621,13 +635,7 @@ static long ktap_ioc_start(struct ktap_session *sess)
 		ktap_set_exiting(sess);
 		return 0;
 	}
-	ret = ktap_attach_all(sess);
-	if (ret) {
-		ktap_set_exiting(sess);
-		return ret;
-	}
-	atomic_cmpxchg(&sess->hot.state, KTAP_STATE_LOADED, KTAP_STATE_RUNNING);
-	return 0;
+	return ktap_go_live(sess);
 }
 
 /*
