@@ -93,8 +93,15 @@ run_traced() {
 		i=$((i + 1))
 	done
 	workload "$secs"
+	interrupt_ktap $k
+}
+
+# interrupt_ktap PID: SIGINT, as Ctrl-C; wait up to 60 s for it to end.
+# Returns its status, or 124 if it had to be killed.
+interrupt_ktap() {
+	local k=$1 i=0
+
 	kill -INT $k 2>/dev/null
-	i=0
 	while [ $i -lt 600 ] && kill -0 $k 2>/dev/null; do
 		sleep 0.1
 		i=$((i + 1))
@@ -538,14 +545,7 @@ while [ $i -lt 300 ] && no_sessions; do
 	i=$((i + 1))
 done
 sleep 2
-kill -INT $k 2>/dev/null
-i=0
-while [ $i -lt 300 ] && kill -0 $k 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
-kill -KILL $k 2>/dev/null && wait $k
-wait $k
+interrupt_ktap $k
 rc=$?
 took=$((SECONDS - start))
 out=$(cat "$T/sleep_int.out")
