@@ -64,6 +64,7 @@
 	E(BAD_TARGET,	"cannot assign to this expression")		\
 	E(BAD_AGGR,	"'<<<' needs a table element on its left, like s[k] <<< v") \
 	E(UNKNOWN_NAME,	"unknown identifier '%s'%s")			\
+	E(NEVER_SET,	"'%s' is never assigned: it reads as nil%s")	\
 	E(BUILTIN_VALUE, "built-in function '%s' must be called")	\
 	E(BUILTIN_ARGS,	"%s() takes %s")				\
 	E(LIBRARY,	"'%s' is a library: use %s.NAME(...)")		\
@@ -191,6 +192,9 @@ void kp_state_free(struct kp_state *S);
 /* Report error @e at @line:@col; does not return control elsewhere. */
 void kp_error(struct kp_state *S, uint32_t line, uint32_t col,
 	      enum kp_err e, ...);
+/* Report warning @e at @line:@col; the compilation goes on. */
+void kp_warn(struct kp_state *S, uint32_t line, uint32_t col,
+	     enum kp_err e, ...);
 /* Report and unwind to the statement being parsed (panic mode). */
 void kp_fatal(struct kp_state *S, uint32_t line, uint32_t col,
 	      enum kp_err e, ...) __attribute__((noreturn));

@@ -361,8 +361,12 @@ static void event_alias(struct kp_resolver *R, struct kp_node *n)
 	}
 }
 
-/* A name read as a value, by the rules at the top of this file. */
-static void resolve_read(struct kp_resolver *R, struct kp_node *n)
+/*
+ * A name read as a value, by the rules at the top of this file; @called
+ * when it is the function of a call.
+ */
+static void resolve_read(struct kp_resolver *R, struct kp_node *n,
+			 int called)
 {
 	const char *name = n->str.s;
 	char sug[300];
@@ -414,7 +418,18 @@ static void resolve_read(struct kp_resolver *R, struct kp_node *n)
 		return;
 	}
 	suggest_name(R, name, sug, sizeof(sug));
-	kp_error(R->S, n->line, n->col, KP_E_UNKNOWN_NAME, name, sug);
+	if (called) {
+		kp_error(R->S, n->line, n->col, KP_E_UNKNOWN_NAME, name, sug);
+		return;
+	}
+	/*
+	 * A global nobody assigns reads as nil, as in ktap 0.4 (whose
+	 * schedtimes.kp indexes such a typo on a path it rarely takes).
+	 * Say so once: later reads find the global.
+	 */
+	kp_warn(R->S, n->line, n->col, KP_E_NEVER_SET, name, sug);
+	n->sym.kind = KP_SYM_GLOBAL;
+	n->sym.global = kp_global(R->S, name);
 	return;
 field:
 	n->sym.kind = KP_SYM_FIELD;
@@ -763,7 +778,12 @@ static void walk_call(struct kp_resolver *R, struct kp_node *n)
 			return;
 		}
 	}
-	walk_expr(R, f);
+	if (f->kind == KP_N_NAME) {
+		if (!R->collect)
+			resolve_read(R, f, 1);
+	} else {
+		walk_expr(R, f);
+	}
 	walk_list(R, n->list);
 }
 
@@ -776,7 +796,7 @@ static void walk_expr(struct kp_resolver *R, struct kp_node *n)
 	switch (n->kind) {
 	case KP_N_NAME:
 		if (!R->collect)
-			resolve_read(R, n);
+			resolve_read(R, n, 0);
 		break;
 	case KP_N_INDEX:
 		walk_expr(R, n->a);

@@ -152,22 +152,27 @@ struct kp_diag {
 	char		*text;
 };
 
-void kp_verror(struct kp_state *S, uint32_t line, uint32_t col,
-	       enum kp_err e, va_list ap)
+/*
+ * One diagnostic of @kind ("error" or "warning"). Warnings share the
+ * errors' table, order and limit but leave nerrors alone, so a script
+ * with only warnings still compiles.
+ */
+static void diag(struct kp_state *S, const char *kind, uint32_t line,
+		 uint32_t col, enum kp_err e, va_list ap)
 {
 	char buf[1600];
 	struct kp_diag *d;
 	size_t n;
 	int r;
 
-	S->nerrors++;
-	if (S->nerrors > KP_MAX_ERRORS)
+	if (S->ndiags >= KP_MAX_ERRORS)
 		return;
 	/* the message: at most 1000 bytes, then the source line */
 	if (line)
-		r = snprintf(buf, 1000, "%s:%u:%u: error: ", S->file, line, col);
+		r = snprintf(buf, 1000, "%s:%u:%u: %s: ", S->file, line, col,
+			     kind);
 	else
-		r = snprintf(buf, 1000, "%s: error: ", S->file);
+		r = snprintf(buf, 1000, "%s: %s: ", S->file, kind);
 	n = r < 0 ? 0 : (size_t)r >= 1000 ? 999 : (size_t)r;
 	r = vsnprintf(buf + n, 1000 - n, kp_errmsg[e], ap);
 	n += r < 0 ? 0 : (size_t)r >= 1000 - n ? 999 - n : (size_t)r;
@@ -180,6 +185,23 @@ void kp_verror(struct kp_state *S, uint32_t line, uint32_t col,
 	d->col = col;
 	d->seq = S->ndiags++;
 	d->text = kp_strndup(&S->arena, buf, strlen(buf));
+}
+
+void kp_verror(struct kp_state *S, uint32_t line, uint32_t col,
+	       enum kp_err e, va_list ap)
+{
+	S->nerrors++;
+	diag(S, "error", line, col, e, ap);
+}
+
+void kp_warn(struct kp_state *S, uint32_t line, uint32_t col,
+	     enum kp_err e, ...)
+{
+	va_list ap;
+
+	va_start(ap, e);
+	diag(S, "warning", line, col, e, ap);
+	va_end(ap);
 }
 
 static int diag_cmp(const void *a, const void *b)

@@ -170,8 +170,14 @@ check "-b accepts a kprobe on a kallsyms function ftrace does not list" sh -c \
 	 grep -q 'kprobe .* target \"__x64_sys_getppid\"' &&
 	 ! KTAP_KALLSYMS='$OUT/kallsyms' '$KTAP' -b -e 'trace probe:__x64_sys_getppidd {}' 2>/dev/null"
 check "several errors are reported in one run, sorted" sh -c \
-	"printf 'x = (1\ny = \$\nprint(zzz)\n' > '$OUT/multi.kp';
+	"printf 'x = (1\ny = \$\nprint(zzz())\n' > '$OUT/multi.kp';
 	 '$KTAP' -b '$OUT/multi.kp' 2>&1 | grep ': error:' | cut -d: -f2 | tr '\n' ' ' | grep -qx '2 2 3 '"
+check "a global nobody assigns reads as nil, with a warning" sh -c \
+	"'$KTAP' -b -e 'counter = {}
+if (0) { countr[1] = 0 }
+print(countr)' 2> '$OUT/warn' > '$OUT/warn.lst' &&
+	 grep -qx \"<command line>:2:10: warning: 'countr' is never assigned: it reads as nil (did you mean 'counter'?)\" '$OUT/warn' &&
+	 [ \$(grep -c warning '$OUT/warn') = 1 ] && grep -q 'GETGLOBAL' '$OUT/warn.lst'"
 check "errors show the source line and a caret" sh -c \
 	"printf 'var a = 1\nprint(b)\n' > '$OUT/caret.kp';
 	 '$KTAP' -b '$OUT/caret.kp' 2>&1 | sed -n 2,3p | tr '\n' '|' | grep -qx ' print(b)| {6}\\^|' ||
