@@ -87,6 +87,7 @@ struct kp_var {
 	uint8_t		captured;	/* read or written by a nested function */
 	uint8_t		is_event;	/* a handler's event argument `e` */
 	uint8_t		assigned;	/* the script stores into it */
+	struct kp_func	*fnval;		/* arity.c: function it is declared as */
 	struct kp_var	*next;		/* next name of the same declaration */
 };
 
@@ -160,6 +161,8 @@ struct kp_func {
 	struct kp_upval	*upv;
 	uint32_t	nupv, upvcap;
 	uint8_t		has_retval;	/* reads a field named set_retval */
+	/* arity.c */
+	uint32_t	nret;		/* most values a return gives */
 	/* gen.c */
 	uint32_t	idx;		/* prototype index */
 };
@@ -182,6 +185,8 @@ struct kp_node {
 	const char	*ansi;		/* CALL: ansi.* escape sequence */
 	uint32_t	ansi_len;
 	uint8_t		ansi_args;	/* CALL: ansi.* of run-time values */
+	/* arity.c */
+	uint32_t	nval;		/* CALL: values it yields, at least 1 */
 };
 
 /* The parsed script. */
@@ -203,6 +208,8 @@ int kp_check(struct kp_state *S, struct kp_ast *ast);
 int kp_builtin_find(const char *name);		/* id, or -1 */
 const char *kp_builtin_name(int id);
 void kp_builtin_arity(int id, int *min, int *max);
+/* arity.c: value counts of functions and calls, after kp_check(). */
+int kp_arity(struct kp_state *S, struct kp_ast *ast);
 /* gen.c: instructions into S->img; 0 if no error. */
 int kp_gen(struct kp_state *S, struct kp_ast *ast);
 /* compile.c: all passes; code generation only when @gen. */

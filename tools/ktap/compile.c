@@ -2,9 +2,10 @@
 /*
  * The compiler's passes, in order: lex.c (tokens), parse.c (syntax
  * tree), check.c's folding, resolve.c (names, probes), check.c's rules,
- * gen.c (instructions). Every pass reports what it finds and the next
- * one still runs, so one run shows the errors of all passes; only code
- * generation needs an error-free tree.
+ * arity.c (value counts of calls), gen.c (instructions). Every pass
+ * reports what it finds and the next one still runs, so one run shows
+ * the errors of all passes; only arity and code generation need an
+ * error-free tree.
  */
 #include <string.h>
 #include "ast.h"
@@ -35,8 +36,10 @@ int kp_compile_ast(struct kp_state *S, struct kp_ast *ast, int gen)
 		kp_fold(S, ast);
 		kp_resolve(S, ast);
 		kp_check(S, ast);
-		if (!S->nerrors && gen)
+		if (!S->nerrors && gen) {
+			kp_arity(S, ast);
 			kp_gen(S, ast);
+		}
 	}
 	S->recover = NULL;
 	kp_flush_errors(S);

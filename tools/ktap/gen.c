@@ -242,12 +242,47 @@ static int call_base(struct kp_gen *G, int r)
 	return r >= G->vtop && r + 1 == G->top ? r : take(G, 1);
 }
 
-static int args_to_regs(struct kp_gen *G, struct kp_node *a)
+static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres);
+
+/*
+ * Values of @e, the last of a list, from @r up when it is a call whose
+ * values all go there (arity.c); its value count.
+ */
+static int spread_to_regs(struct kp_gen *G, struct kp_node *e, int r)
+{
+	int k = (int)e->nval;
+
+	if (k <= 1) {
+		to_reg(G, e, r);
+		return 1;
+	}
+	gen_call_n(G, e, r, k);
+	take(G, k - 1);
+	return k;
+}
+
+/* A builtin taking any number of arguments takes all of a call's values. */
+static int spreads(int id)
+{
+	int min, max;
+
+	kp_builtin_arity(id, &min, &max);
+	return max == KP_ANY_ARGS;
+}
+
+/*
+ * Arguments of a call in consecutive registers; the last one passes on
+ * all its values when @spread (script functions and builtins taking any
+ * number, as print(f()) does in Lua).
+ */
+static int args_to_regs(struct kp_gen *G, struct kp_node *a, int spread)
 {
 	int n = 0;
 
 	for (; a; a = a->next, n++) {
 		at(G, a);
+		if (spread && !a->next)
+			return n + spread_to_regs(G, a, take(G, 1));
 		to_reg(G, a, take(G, 1));
 	}
 	return n;
@@ -358,18 +393,18 @@ static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres)
 		take(G, 1);
 		to_reg(G, n->a, base + 1);
 		get_field(G, base, base + 1, &n->str);
-		nargs = 1 + args_to_regs(G, n->list);
+		nargs = 1 + args_to_regs(G, n->list, 1);
 		at(G, n);
 		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	} else if (n->builtin >= 0) {
-		nargs = args_to_regs(G, n->list);
+		nargs = args_to_regs(G, n->list, spreads(n->builtin));
 		at(G, n);
 		call_builtin(G, n->builtin, base, nargs);
 		if (nres > 1)	/* a builtin has one value */
 			emit_abc(G, KTAP_OP_LOADNIL, base + 1, nres - 2, 0);
 	} else {
 		to_reg(G, n->a, base);
-		nargs = args_to_regs(G, n->list);
+		nargs = args_to_regs(G, n->list, 1);
 		at(G, n);
 		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	}
@@ -1248,7 +1283,7 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 		struct kp_node *e;
 		int nval = 0;
 
-		if (n->list && !n->list->next) {
+		if (n->list && !n->list->next && n->list->nval <= 1) {
 			r = any_reg(G, n->list);
 			at(G, n);
 			emit_abc(G, KTAP_OP_RETURN, r, 1, 0);
@@ -1256,8 +1291,13 @@ static void gen_stmt(struct kp_gen *G, struct kp_node *n)
 		}
 		/* none, or several in consecutive registers */
 		base = G->top;
-		for (e = n->list; e; e = e->next, nval++)
+		for (e = n->list; e; e = e->next, nval++) {
+			if (!e->next) {
+				nval += spread_to_regs(G, e, take(G, 1)) - 1;
+				continue;
+			}
 			to_reg(G, e, take(G, 1));
+		}
 		at(G, n);
 		emit_abc(G, KTAP_OP_RETURN, nval ? base : 0, nval, 0);
 		break;

@@ -412,7 +412,9 @@ fi
 
 # 19. several return values (ktap 0.1's test/function.kp shape): the last
 # call of a value list fills the targets left, a missing value is nil;
-# and ktap 0.4's `symbol`, the address kallsyms shows
+# `return f()` and print(f()) pass on all of f's values (a path that
+# returns fewer gives nils); and ktap 0.4's `symbol`, the address
+# kallsyms shows
 cat > "$T/multiret.kp" <<'EOF'
 function divmod(a, b) {
 	return a / b, a % b
@@ -422,11 +424,24 @@ var x, y, z = divmod(9, 4)
 var lo, hi = 1, divmod(7, 2)
 printf("%d %d %d %d %s %d %d\n", c, d, x, y, tostring(z), lo, hi)
 printf("%x\n", `generic_file_mmap`)
+function pass(a) { return divmod(a, 10) }
+local function wrap(a) { if (a > 99) { return "big" } return "n", pass(a) }
+print(pass(47))
+print(wrap(123))
+print(wrap(58))
+printf("%d|%d\n", pass(91))
+var p, q, r = wrap(7)
+print(p, q, r)
 EOF
 out=$(timeout 60 "$KTAP" -q "$T/multiret.kp" 2>&1)
 addr=$(awk '$3 == "generic_file_mmap" { print $1; exit }' /proc/kallsyms)
 if [ "$out" = "3 2 2 1 nil 1 3
-$addr" ]; then
+$addr
+4	7
+big	nil	nil
+n	5	8
+9|1
+n	0	7" ]; then
 	ktap_test_pass "several return values and \`generic_file_mmap\`: $(echo $out)"
 else
 	ktap_print_msg "got: $out"
