@@ -64,6 +64,7 @@
 	E(BAD_TARGET,	"cannot assign to this expression")		\
 	E(BAD_AGGR,	"'<<<' needs a table element on its left, like s[k] <<< v") \
 	E(UNKNOWN_NAME,	"unknown identifier '%s'%s")			\
+	E(ARG0,		"arg0 does not exist when arguments count from 1 (-1): arg1 is the first") \
 	E(NEVER_SET,	"'%s' is never assigned: it reads as nil%s")	\
 	E(BUILTIN_VALUE, "built-in function '%s' must be called")	\
 	E(BUILTIN_ARGS,	"%s() takes %s")				\
@@ -154,6 +155,7 @@ struct kp_state {
 	jmp_buf		*recover;	/* innermost statement being parsed */
 	const char	*tracefs;	/* tracefs root for event lookup */
 	const char	*kallsyms;	/* symbol list for kprobe checks */
+	int		argbase;	/* -1: ktap 0.2-0.4's arg1 is arg0 */
 
 	/* tokens (lex.c) */
 	struct kp_token	*toks;

@@ -33,6 +33,7 @@ struct opts {
 	int		pid, cpu;
 	unsigned int	budget, mem_kb;	/* -B, -M: 0 for the defaults */
 	int		timestamps, verbose, quiet, dry, bytecode, tree;
+	int		argbase;	/* -1 */
 	char		**args;		/* script arguments */
 	int		nargs;
 	char		**cmd;		/* after -- */
@@ -64,6 +65,8 @@ static void usage(FILE *f)
 	      "  -B N       instruction budget of one handler run (default 100000)\n"
 	      "  -M KB      session memory in KiB (default 4096)\n"
 	      "  -s EVENT   trace EVENT { print(cpu, tid, execname, argstr) }\n"
+	      "  -1         argN count from 1, as in ktap 0.2 to 0.4 (arg1 is\n"
+	      "             the first field; arg0 of later versions)\n"
 	      "  -A         print the resolved syntax tree and exit\n"
 	      "  -b         print the bytecode and exit (needs no kernel)\n"
 	      "  -le [GLOB] list events (SYSTEM:EVENT) matching GLOB\n"
@@ -420,6 +423,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-A")) {
 			o.bytecode = 1;
 			o.tree = 1;
+		} else if (!strcmp(a, "-1") || !strcmp(a, "--args-from-1")) {
+			o.argbase = 1;
 		} else if (!strcmp(a, "-e") || !strcmp(a, "-o") ||
 			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
 			   !strcmp(a, "-s") || !strcmp(a, "-B") ||
@@ -499,6 +504,7 @@ int main(int argc, char **argv)
 		      o.file ? src : o.src, len, stderr);
 	/* the kernel checks kprobe targets; reading its lists costs ms */
 	S.kfunc_defer = !o.bytecode;
+	S.argbase = o.argbase;
 	S.args = o.args;
 	S.nargs = o.nargs > KP_MAX_ARGS ? KP_MAX_ARGS : o.nargs;
 	if (o.tree) {

@@ -394,8 +394,12 @@ static void resolve_read(struct kp_resolver *R, struct kp_node *n,
 		return;
 	}
 	if (argn(name) >= 0) {
+		if (argn(name) < R->S->argbase) {
+			kp_error(R->S, n->line, n->col, KP_E_ARG0);
+			return;
+		}
 		n->sym.kind = KP_SYM_ARGN;
-		n->sym.argn = argn(name);
+		n->sym.argn = argn(name) - R->S->argbase;
 		return;
 	}
 	if (!strcmp(name, "argevent") || !strcmp(name, "argname")) {

@@ -172,6 +172,10 @@ check "-b accepts a kprobe on a kallsyms function ftrace does not list" sh -c \
 check "several errors are reported in one run, sorted" sh -c \
 	"printf 'x = (1\ny = \$\nprint(zzz())\n' > '$OUT/multi.kp';
 	 '$KTAP' -b '$OUT/multi.kp' 2>&1 | grep ': error:' | cut -d: -f2 | tr '\n' ' ' | grep -qx '2 2 3 '"
+check "-1 counts argN from 1 (ktap 0.4) and refuses arg0" sh -c \
+	"'$KTAP' -b -1 -e 'trace sched:sched_switch { print(arg1, arg7) }' | grep -A1 'LOADI *r3 0' | grep -q 'CALLB.*argn' &&
+	 '$KTAP' -b -1 -e 'trace sched:sched_switch { print(arg1, arg7) }' | grep -A1 'LOADI *r4 6' | grep -q 'CALLB.*argn' &&
+	 ! '$KTAP' -b -1 -e 'trace sched:sched_switch { print(arg0) }' 2>/dev/null"
 check "a global nobody assigns reads as nil, with a warning" sh -c \
 	"'$KTAP' -b -e 'counter = {}
 if (0) { countr[1] = 0 }

@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 23
+ktap_set_plan 24
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -570,6 +570,21 @@ end handler after Ctrl-C" ] && no_sessions; then
 else
 	ktap_print_msg "rc $rc after $took s, got: $out"
 	ktap_test_fail "Ctrl-C ends os.sleep(600000)"
+fi
+
+# 24. argN of ktap 0.2 to 0.4 counted from 1 (arg1 the syscall number,
+# arg2 the first argument); -1 reads those scripts as written
+one='trace syscalls:sys_enter_getppid { printf("%d %d\n", ARGA, ARGB) exit() }'
+a=$(timeout 60 "$KTAP" -q -e "$(echo "$one" | sed 's/ARGA/arg0/; s/ARGB/argn(0)/')" -- sh -c 'echo $PPID > /dev/null' 2>&1 | tail -1)
+b=$(timeout 60 "$KTAP" -q -1 -e "$(echo "$one" | sed 's/ARGA/arg1/; s/ARGB/argn(0)/')" -- sh -c 'echo $PPID > /dev/null' 2>&1 | tail -1)
+c=$(timeout 60 "$KTAP" -q -1 -e 'trace syscalls:sys_enter_getppid { print(arg0) }' 2>&1 | head -1)
+set -- $a
+if [ "${1:-x}" -gt 0 ] 2>/dev/null && [ "$1" = "$2" ] && [ "$a" = "$b" ] &&
+   [ "$c" = "<command line>:1:42: error: arg0 does not exist when arguments count from 1 (-1): arg1 is the first" ]; then
+	ktap_test_pass "-1: ktap 0.4's arg1 is arg0, the syscall number ($b)"
+else
+	ktap_print_msg "got: '$a' '$b' '$c'"
+	ktap_test_fail "-1: ktap 0.4's arg1 is arg0"
 fi
 
 ktap_finished
