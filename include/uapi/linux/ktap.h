@@ -13,9 +13,9 @@
  * rejects what it does not know, by name, so neither builtin ids nor
  * event ids are ABI.
  *
- * Growth rules: every ioctl argument starts with its own size and is read
- * with copy_struct_from_user(); every reserved field must be zero; opcodes
- * and probe types are only ever appended.
+ * Growth rules: every ioctl argument starts with its own size (see the
+ * ioctl section below); every reserved field must be zero; opcodes and
+ * probe types are only ever appended.
  *
  * Not to be confused with the KTAP test output format used by kselftest
  * and KUnit (Documentation/dev-tools/ktap.rst).
@@ -339,45 +339,107 @@ struct ktap_bc_probe {
  */
 #define KTAP_MAX_INSN_BUDGET	1000000
 
-/* ioctls on tracing/ktap/control; each open() is one session. */
+/*
+ * ioctls on tracing/ktap/control; each open() is one session.
+ *
+ * How the arguments grow (the rules of perf_event_open() and bpf()):
+ *  - Every argument starts with a __u32 size, set by the caller to the
+ *    size of the struct it was built with. The kernel dispatches on the
+ *    command number alone (_IOC_NR), never on the size encoded in the
+ *    command, so a tool built against a newer header reaches the same
+ *    ioctl.
+ *  - Input (LOAD): read with copy_struct_from_user(). A struct larger
+ *    than the kernel's is accepted if every byte the kernel does not
+ *    know is zero (else -E2BIG); a smaller one is accepted down to the
+ *    first published size, KTAP_*_SIZE_VER0 (else -EINVAL), the fields
+ *    it lacks reading as zero. New fields are appended and mean "as
+ *    before" when zero. No argument may exceed a page (-E2BIG).
+ *  - Output (VERSION, STATS): the kernel writes back the part both
+ *    sides know, min(size, its own size) bytes, with size set to its
+ *    own size, and zeroes the caller's bytes beyond that, so fields a
+ *    newer caller knows and this kernel does not read as zero.
+ */
 #define KTAP_IOC_MAGIC		0xB9
 
+/**
+ * struct ktap_version - KTAP_IOC_VERSION: what the kernel side speaks
+ * @size: in: sizeof(struct ktap_version) of the caller; out: the
+ *	kernel's
+ * @abi_version: KTAP_ABI_VERSION of the kernel
+ * @nr_opcodes: KTAP_OP__COUNT of the kernel
+ * @nr_builtins: builtin functions the kernel knows
+ * @release: utsname release, NUL-terminated
+ */
 struct ktap_version {
-	__u32	size;			/* in: sizeof(struct ktap_version) */
-	__u32	abi_version;		/* out */
-	__u32	nr_opcodes;		/* out: KTAP_OP__COUNT of the kernel */
-	__u32	nr_builtins;		/* out: builtins the kernel knows */
-	char	release[64];		/* out: utsname release */
+	__u32	size;
+	__u32	abi_version;
+	__u32	nr_opcodes;
+	__u32	nr_builtins;
+	char	release[64];
 };
+
+#define KTAP_VERSION_SIZE_VER0	80
 
 #define KTAP_LOAD_F_DRY_RUN	0x1	/* attach, but never run handlers */
 
+/**
+ * struct ktap_load_attr - KTAP_IOC_LOAD: verify and load an image
+ * @size: sizeof(struct ktap_load_attr) of the caller
+ * @flags: KTAP_LOAD_F_*
+ * @image: user pointer to the bytecode image
+ * @image_len: its length, at most KTAP_MAX_IMAGE
+ * @log_size: bytes at @log_buf; 0: no log
+ * @log_buf: out: why the image was rejected, NUL-terminated
+ * @mem_limit_kb: session memory pool; 0: the default
+ * @insn_budget: instructions per handler run, at most
+ *	KTAP_MAX_INSN_BUDGET; 0: the default
+ * @pid: only this process (in the caller's pid namespace); -1: all
+ * @cpu: only this CPU; -1: all
+ * @__reserved: must be 0
+ */
 struct ktap_load_attr {
-	__u32		size;		/* sizeof(struct ktap_load_attr) */
-	__u32		flags;		/* KTAP_LOAD_F_* */
-	__aligned_u64	image;		/* user pointer to the bytecode image */
+	__u32		size;
+	__u32		flags;
+	__aligned_u64	image;
 	__u32		image_len;
-	__u32		log_size;	/* bytes at log_buf */
-	__aligned_u64	log_buf;	/* out: why the image was rejected */
-	__u32		mem_limit_kb;	/* session memory pool; 0: default */
-	__u32		insn_budget;	/* per handler run; 0: default */
-	__s32		pid;		/* only this process; -1: all */
-	__s32		cpu;		/* only this CPU; -1: all */
-	__u32		__reserved[4];	/* must be 0 */
+	__u32		log_size;
+	__aligned_u64	log_buf;
+	__u32		mem_limit_kb;
+	__u32		insn_budget;
+	__s32		pid;
+	__s32		cpu;
+	__u32		__reserved[4];
 };
 
+#define KTAP_LOAD_ATTR_SIZE_VER0	64
+
+/**
+ * struct ktap_stats - KTAP_IOC_STATS: counters of the session
+ * @size: in: sizeof(struct ktap_stats) of the caller; out: the kernel's
+ * @state: enum ktap_session_state
+ * @hits: handler runs
+ * @drops: output records lost, handler runs throttled
+ * @recursion: firings skipped because ktap was already running there
+ * @errors: runtime errors
+ * @mem_used: bytes of the session pool in use
+ * @mem_limit: size of the session pool
+ * @nr_attached: probes attached
+ * @__reserved: 0
+ */
 struct ktap_stats {
-	__u32		size;		/* in: sizeof(struct ktap_stats) */
-	__u32		state;		/* enum ktap_session_state */
-	__aligned_u64	hits;		/* handler runs */
-	__aligned_u64	drops;		/* records lost, runs throttled */
-	__aligned_u64	recursion;	/* firings skipped: ktap inside ktap */
-	__aligned_u64	errors;		/* runtime errors */
-	__aligned_u64	mem_used;	/* bytes of the session pool in use */
+	__u32		size;
+	__u32		state;
+	__aligned_u64	hits;
+	__aligned_u64	drops;
+	__aligned_u64	recursion;
+	__aligned_u64	errors;
+	__aligned_u64	mem_used;
 	__aligned_u64	mem_limit;
-	__u32		nr_attached;	/* probes attached */
+	__u32		nr_attached;
 	__u32		__reserved;
 };
+
+#define KTAP_STATS_SIZE_VER0	64
 
 enum ktap_session_state {
 	KTAP_STATE_NEW,			/* opened, nothing loaded */

@@ -387,14 +387,45 @@ static void ktap_free_handlers(struct ktap_session *sess)
 	sess->nr_handlers = 0;
 }
 
-/* Read the leading size of an ioctl argument; structs may grow, boundedly. */
-static int ktap_get_usize(void __user *uarg, u32 *usize)
+/*
+ * Read the leading size of an ioctl argument: the caller's struct, at
+ * least @min bytes (its first published size) and at most a page, as
+ * perf and bpf bound theirs.
+ */
+static int ktap_get_usize(void __user *uarg, u32 min, u32 *usize)
 {
 	if (get_user(*usize, (u32 __user *)uarg))
 		return -EFAULT;
-	/* as perf and bpf: a struct never grows beyond a page */
 	if (*usize > PAGE_SIZE)
 		return -E2BIG;
+	if (*usize < min)
+		return -EINVAL;
+	return 0;
+}
+
+static_assert(sizeof(struct ktap_version) >= KTAP_VERSION_SIZE_VER0);
+static_assert(sizeof(struct ktap_load_attr) >= KTAP_LOAD_ATTR_SIZE_VER0);
+static_assert(sizeof(struct ktap_stats) >= KTAP_STATS_SIZE_VER0);
+
+/**
+ * ktap_put_struct - write an output struct back to a caller of any size
+ * @uarg: the caller's struct
+ * @usize: its size
+ * @kbuf: the kernel's struct, its size field already set
+ * @ksize: the kernel's size
+ *
+ * Copies the part both know; bytes of a larger caller struct that this
+ * kernel does not know become zero.
+ *
+ * Return: 0 or -EFAULT.
+ */
+static int ktap_put_struct(void __user *uarg, u32 usize, const void *kbuf,
+			   size_t ksize)
+{
+	if (copy_to_user(uarg, kbuf, min_t(size_t, usize, ksize)))
+		return -EFAULT;
+	if (usize > ksize && clear_user(uarg + ksize, usize - ksize))
+		return -EFAULT;
 	return 0;
 }
 
@@ -409,15 +440,11 @@ static long ktap_ioc_version(void __user *uarg)
 	u32 usize;
 	int ret;
 
-	ret = ktap_get_usize(uarg, &usize);
+	ret = ktap_get_usize(uarg, sizeof(u32), &usize);
 	if (ret)
 		return ret;
-	if (usize < sizeof(v))
-		return -EINVAL;
 	strscpy(v.release, init_utsname()->release, sizeof(v.release));
-	if (copy_to_user(uarg, &v, sizeof(v)))
-		return -EFAULT;
-	return 0;
+	return ktap_put_struct(uarg, usize, &v, sizeof(v));
 }
 
 /* Copy the NUL-terminated log (@size bytes at @log) to the user's log_buf. */
@@ -529,7 +556,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	pid_t tgid;
 	int ret;
 
-	ret = ktap_get_usize(uarg, &usize);
+	ret = ktap_get_usize(uarg, KTAP_LOAD_ATTR_SIZE_VER0, &usize);
 	if (ret)
 		return ret;
 	ret = copy_struct_from_user(&attr, sizeof(attr), uarg, usize);
@@ -680,11 +707,9 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	u32 usize;
 	int ret;
 
-	ret = ktap_get_usize(uarg, &usize);
+	ret = ktap_get_usize(uarg, sizeof(u32), &usize);
 	if (ret)
 		return ret;
-	if (usize < sizeof(st))
-		return -EINVAL;
 	if (sess->hot.vm)
 		ktap_vm_stats(sess->hot.vm, &vst);
 	st.size = sizeof(st);
@@ -697,9 +722,7 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	st.mem_used = vst.mem_used;
 	st.mem_limit = vst.mem_limit;
 	st.nr_attached = sess->nr_attached;
-	if (copy_to_user(uarg, &st, sizeof(st)))
-		return -EFAULT;
-	return 0;
+	return ktap_put_struct(uarg, usize, &st, sizeof(st));
 }
 
 /*
@@ -721,11 +744,19 @@ static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct ktap_session *sess = file->private_data;
 	void __user *uarg = (void __user *)arg;
+	unsigned int nr;
 	int ret;
 
-	if (cmd == KTAP_IOC_VERSION)
+	/*
+	 * By number only: the size in the command is the caller's struct
+	 * size, which may differ from ours (see the UAPI header).
+	 */
+	if (_IOC_TYPE(cmd) != KTAP_IOC_MAGIC)
+		return -ENOTTY;
+	nr = _IOC_NR(cmd);
+	if (nr == _IOC_NR(KTAP_IOC_VERSION))
 		return ktap_ioc_version(uarg);
-	if (cmd == KTAP_IOC_LOAD || cmd == KTAP_IOC_START) {
+	if (nr == _IOC_NR(KTAP_IOC_LOAD) || nr == _IOC_NR(KTAP_IOC_START)) {
 		ret = ktap_may_trace();
 		if (ret)
 			return ret;
@@ -733,14 +764,14 @@ static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	/* START may run a main chunk for a while: waiters stay killable */
 	scoped_cond_guard(mutex_intr, return -EINTR, &sess->lock) {
-		switch (cmd) {
-		case KTAP_IOC_LOAD:
+		switch (nr) {
+		case _IOC_NR(KTAP_IOC_LOAD):
 			return ktap_ioc_load(sess, uarg);
-		case KTAP_IOC_START:
+		case _IOC_NR(KTAP_IOC_START):
 			return ktap_ioc_start(sess);
-		case KTAP_IOC_STOP:
+		case _IOC_NR(KTAP_IOC_STOP):
 			return ktap_ioc_stop(sess);
-		case KTAP_IOC_STATS:
+		case _IOC_NR(KTAP_IOC_STATS):
 			return ktap_ioc_stats(sess, uarg);
 		default:
 			return -ENOTTY;

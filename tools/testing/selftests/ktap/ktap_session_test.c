@@ -148,6 +148,118 @@ static void test_bad_attr(void)
 	ksft_test_result(!fails, "load attribute checks\n");
 }
 
+/*
+ * Extensible arguments (the rules in <linux/ktap.h>): the command's
+ * encoded size is the caller's, so a tool built against a larger or
+ * smaller struct reaches the same ioctl; output structs come back with
+ * the common part and zeros beyond it, input structs may grow by zeros.
+ */
+static void test_abi_sizes(void)
+{
+	struct {
+		struct ktap_version v;
+		unsigned char tail[24];
+	} bigv;
+	struct {
+		__u32 size, abi_version, guard[2];
+	} smallv;
+	struct {
+		struct ktap_stats st;
+		unsigned char tail[16];
+	} bigs;
+	struct {
+		struct ktap_load_attr a;
+		unsigned char tail[16];
+	} biga;
+	struct {
+		__u32 size, state, guard[2];
+	} smalls;
+	size_t len, i;
+	void *img = ki_hello("sizes", &len);
+	int fd = open_control(), fails = 0, r;
+
+#define CHECK(cond, ...) do {					\
+		if (!(cond)) {					\
+			ksft_print_msg(__VA_ARGS__);		\
+			fails++;				\
+		}						\
+	} while (0)
+
+	memset(&bigv, 0xff, sizeof(bigv));
+	bigv.v.size = sizeof(bigv);
+	r = ioctl(fd, _IOWR(KTAP_IOC_MAGIC, 0x00, typeof(bigv)), &bigv);
+	CHECK(!r && bigv.v.size == sizeof(bigv.v) &&
+	      bigv.v.abi_version == KTAP_ABI_VERSION,
+	      "larger VERSION: r %d size %u abi %u\n", r, bigv.v.size,
+	      bigv.v.abi_version);
+	for (i = 0; i < sizeof(bigv.tail); i++)
+		CHECK(!bigv.tail[i], "larger VERSION: tail[%zu] = %#x\n", i,
+		      bigv.tail[i]);
+
+	memset(&smallv, 0xaa, sizeof(smallv));
+	smallv.size = 8;
+	r = ioctl(fd, _IOWR(KTAP_IOC_MAGIC, 0x00, typeof(smallv)), &smallv);
+	CHECK(!r && smallv.size == sizeof(struct ktap_version) &&
+	      smallv.abi_version == KTAP_ABI_VERSION &&
+	      smallv.guard[0] == 0xaaaaaaaa && smallv.guard[1] == 0xaaaaaaaa,
+	      "smaller VERSION: r %d size %u abi %u guard %#x\n", r,
+	      smallv.size, smallv.abi_version, smallv.guard[0]);
+
+	/* LOAD through a command that encodes the larger size */
+	memset(&biga, 0, sizeof(biga));
+	biga.a.size = sizeof(biga);
+	biga.a.image = (uintptr_t)img;
+	biga.a.image_len = len;
+	biga.a.pid = -1;
+	biga.a.cpu = -1;
+	biga.tail[5] = 1;
+	r = ioctl(fd, _IOW(KTAP_IOC_MAGIC, 0x01, typeof(biga)), &biga);
+	CHECK(r == -1 && errno == E2BIG,
+	      "larger LOAD, unknown field set: r %d %s\n", r, strerror(errno));
+	biga.a.size = KTAP_LOAD_ATTR_SIZE_VER0 - 4;
+	r = ioctl(fd, _IOW(KTAP_IOC_MAGIC, 0x01, typeof(biga)), &biga);
+	CHECK(r == -1 && errno == EINVAL,
+	      "LOAD below its first size: r %d %s\n", r, strerror(errno));
+	biga.a.size = sizeof(biga);
+	biga.tail[5] = 0;
+	r = ioctl(fd, _IOW(KTAP_IOC_MAGIC, 0x01, typeof(biga)), &biga);
+	CHECK(!r, "larger LOAD, zero tail: %s\n", strerror(errno));
+
+	memset(&bigs, 0xff, sizeof(bigs));
+	bigs.st.size = sizeof(bigs);
+	r = ioctl(fd, _IOWR(KTAP_IOC_MAGIC, 0x04, typeof(bigs)), &bigs);
+	CHECK(!r && bigs.st.size == sizeof(bigs.st) &&
+	      bigs.st.state == KTAP_STATE_LOADED && !bigs.st.__reserved,
+	      "larger STATS: r %d size %u state %u\n", r, bigs.st.size,
+	      bigs.st.state);
+	for (i = 0; i < sizeof(bigs.tail); i++)
+		CHECK(!bigs.tail[i], "larger STATS: tail[%zu] = %#x\n", i,
+		      bigs.tail[i]);
+	memset(&smalls, 0xaa, sizeof(smalls));
+	smalls.size = 8;
+	r = ioctl(fd, _IOWR(KTAP_IOC_MAGIC, 0x04, typeof(smalls)), &smalls);
+	CHECK(!r && smalls.size == sizeof(struct ktap_stats) &&
+	      smalls.state == KTAP_STATE_LOADED &&
+	      smalls.guard[0] == 0xaaaaaaaa,
+	      "smaller STATS: r %d size %u state %u guard %#x\n", r,
+	      smalls.size, smalls.state, smalls.guard[0]);
+	smalls.size = 2;
+	r = ioctl(fd, KTAP_IOC_STATS, &smalls);
+	CHECK(r == -1 && errno == EINVAL, "STATS of 2 bytes: r %d\n", r);
+	smalls.size = 2 * 4096;
+	r = ioctl(fd, KTAP_IOC_STATS, &smalls);
+	CHECK(r == -1 && errno == E2BIG, "STATS of 8 KB: r %d\n", r);
+
+	r = ioctl(fd, _IO(KTAP_IOC_MAGIC, 0x3f));
+	CHECK(r == -1 && errno == ENOTTY, "unknown number: r %d\n", r);
+	r = ioctl(fd, _IO(KTAP_IOC_MAGIC + 1, 0x02));
+	CHECK(r == -1 && errno == ENOTTY, "other magic: r %d\n", r);
+#undef CHECK
+	close(fd);
+	free(img);
+	ksft_test_result(!fails, "extensible ioctl arguments: larger and smaller VERSION, LOAD, STATS\n");
+}
+
 static void test_reject_log(void)
 {
 	char junk[64], log[512] = "";
@@ -694,9 +806,10 @@ int main(void)
 		ksft_exit_skip("%s missing (CONFIG_KTAP?)\n", KTAP_CONTROL);
 	if (geteuid())
 		ksft_exit_skip("must run as root\n");
-	ksft_set_plan(36);	/* 30 + the 6 EVFIELD reads of test_fields() */
+	ksft_set_plan(37);	/* 31 + the 6 EVFIELD reads of test_fields() */
 	test_version();
 	test_bad_attr();
+	test_abi_sizes();
 	test_reject_log();
 	test_hello();
 	test_tracepoint();
