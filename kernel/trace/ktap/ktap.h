@@ -150,6 +150,7 @@ void ktap_vm_free(struct ktap_vm *vm);
 /* Image accessors the session needs after a successful load. */
 const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx);
 const char *ktap_vm_str(struct ktap_vm *vm, u32 strtab_off);
+void ktap_vm_probe_where(struct ktap_vm *vm, u32 idx, char *buf, size_t len);
 u32 ktap_vm_insn_budget(struct ktap_vm *vm);
 u32 ktap_vm_nfields(struct ktap_vm *vm);
 u32 ktap_vm_nr_builtins(void);

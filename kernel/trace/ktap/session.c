@@ -53,11 +53,14 @@
 #include <linux/wait.h>
 
 #include "events.h"
+#include "../trace.h"
 
 /* Output ring buffer size, per CPU. */
 #define KTAP_BUF_SIZE		(512 * 1024)
 /* Largest verifier log we copy back. */
 #define KTAP_MAX_LOG		SZ_1M
+/* Log kept for tracing/error_log when the caller asks for none. */
+#define KTAP_MIN_LOG		256
 
 /**
  * struct ktap_session - one open of tracing/ktap/control
@@ -355,6 +358,45 @@ void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...)
 	kfree(msg);
 }
 
+/* What tracing/error_log says; the command line carries the details. */
+enum ktap_err {
+	KTAP_ERR_LOAD,
+	KTAP_ERR_PROBE,
+	KTAP_ERR_ATTACH,
+};
+
+static const char *ktap_err_text[] = {
+	[KTAP_ERR_LOAD]		= "bytecode image rejected",
+	[KTAP_ERR_PROBE]	= "probe not attachable here",
+	[KTAP_ERR_ATTACH]	= "probe failed to attach",
+};
+
+/**
+ * ktap_log_err - report a load or attach error in tracing/error_log
+ * @err: what kind of error
+ * @where: "FILE:LINE" of the script, or NULL when unknown
+ * @detail: the message, as the ioctl log or the session output has it
+ *
+ * Appears as "ktap: error: <kind>" with "Command: FILE:LINE: <detail>"
+ * and the caret under the detail, the way kprobe_events and hist
+ * triggers report theirs. Process context: tracing_log_err() takes a
+ * mutex.
+ */
+static void ktap_log_err(enum ktap_err err, const char *where,
+			 const char *detail)
+{
+	size_t len = strcspn(detail, "\n");
+	char *cmd;
+
+	cmd = kasprintf(GFP_KERNEL, "%s%s%.*s", where ?: "", where ? ": " : "",
+			(int)len, detail);
+	if (!cmd)
+		return;
+	tracing_log_err(NULL, "ktap", cmd, ktap_err_text, err,
+			where ? strlen(where) + 2 : 0);
+	kfree(cmd);
+}
+
 /*
  * Detach every attached handler and wait until none of them can still be
  * running. Called under sess->lock.
@@ -509,13 +551,19 @@ static int ktap_check_probes(struct ktap_session *sess, char *log,
 	u32 i;
 	int ret;
 
+	char where[128];
+
 	for (i = 0; i < KTAP_MAX_PROBES; i++) {
 		bp = ktap_vm_probe(sess->hot.vm, i);
 		if (!bp)
 			break;
 		ret = ktap_probe_check(sess->hot.vm, bp, log, log_size);
-		if (ret)
+		if (ret) {
+			ktap_vm_probe_where(sess->hot.vm, i, where,
+					    sizeof(where));
+			ktap_log_err(KTAP_ERR_PROBE, where, log);
 			return ret;
+		}
 	}
 	return 0;
 }
@@ -549,7 +597,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	struct ktap_load_attr attr;
 	struct ktap_vm_opts opts;
 	struct ktap_vm *vm;
-	size_t log_size;
+	size_t log_size, klog_size;
 	char *log = NULL;
 	void *image;
 	u32 usize;
@@ -571,12 +619,12 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	if (ret)
 		return ret;
 
+	/* the log also feeds tracing/error_log, wanted by the caller or not */
 	log_size = min(attr.log_size, KTAP_MAX_LOG);
-	if (log_size) {
-		log = kvzalloc(log_size, GFP_KERNEL);
-		if (!log)
-			return -ENOMEM;
-	}
+	klog_size = max_t(size_t, log_size, KTAP_MIN_LOG);
+	log = kvzalloc(klog_size, GFP_KERNEL);
+	if (!log)
+		return -ENOMEM;
 	image = vmemdup_user(u64_to_user_ptr(attr.image), attr.image_len);
 	if (IS_ERR(image)) {
 		ret = PTR_ERR(image);
@@ -587,17 +635,19 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 			 1024;
 	opts.insn_budget = attr.insn_budget ?: KTAP_DEFAULT_BUDGET;
 	vm = ktap_vm_load(image, attr.image_len, &opts, &ktap_host_ops, sess,
-			  log, log_size);
+			  log, klog_size);
 	kvfree(image);
 	if (IS_ERR(vm)) {
 		ret = PTR_ERR(vm);
+		if (log[0])
+			ktap_log_err(KTAP_ERR_LOAD, NULL, log);
 		if (ktap_copy_log(&attr, log, log_size))
 			ret = -EFAULT;
 		goto out_log;
 	}
 
 	sess->hot.vm = vm;
-	ret = ktap_check_probes(sess, log, log_size);
+	ret = ktap_check_probes(sess, log, klog_size);
 	if (!ret)
 		ret = ktap_alloc_output(sess);
 	if (ret) {
@@ -616,6 +666,23 @@ out_log:
 	return ret;
 }
 
+/* Say in the output and in tracing/error_log which probe failed, where. */
+static void ktap_attach_failed(struct ktap_session *sess,
+			       struct ktap_handler *h, int err)
+{
+	const char *spec = ktap_vm_str(sess->hot.vm, h->bp->spec) ?: "?";
+	char where[128], *msg;
+
+	ktap_vm_probe_where(sess->hot.vm, h->probe, where, sizeof(where));
+	msg = kasprintf(GFP_KERNEL, "probe %u (%s): error %d", h->probe, spec,
+			err);
+	if (msg)
+		ktap_log_err(KTAP_ERR_ATTACH, where, msg);
+	kfree(msg);
+	ktap_session_printf(sess, "ktap: %s: cannot attach probe %u (%s): error %d\n",
+			    where, h->probe, spec, err);
+}
+
 /*
  * Attach every recorded handler not yet attached (sleep() in the main
  * chunk attaches those recorded before it); on failure detach them all.
@@ -630,11 +697,7 @@ static int ktap_attach_all(struct ktap_session *sess)
 			continue;
 		ret = ktap_handler_attach(h);
 		if (ret) {
-			ktap_session_printf(sess,
-					    "ktap: cannot attach probe %u (%s): error %d\n",
-					    h->probe,
-					    ktap_vm_str(sess->hot.vm, h->bp->spec) ?: "?",
-					    ret);
+			ktap_attach_failed(sess, h, ret);
 			ktap_detach_all(sess);
 			return ret;
 		}

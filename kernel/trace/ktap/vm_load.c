@@ -699,6 +699,31 @@ const struct ktap_bc_probe *ktap_vm_probe(struct ktap_vm *vm, u32 idx)
 	return idx < vm->nprobes ? &vm->probes[idx] : NULL;
 }
 
+/**
+ * ktap_vm_probe_where - where the script defines a probe
+ * @vm: a loaded program
+ * @idx: index in the probe table
+ * @buf: receives "FILE:LINE", or "FILE" without line information
+ * @len: size of @buf
+ *
+ * The line is that of the first ATTACH naming the probe. For error
+ * reports only: it walks the code.
+ */
+void ktap_vm_probe_where(struct ktap_vm *vm, u32 idx, char *buf, size_t len)
+{
+	u32 pc;
+
+	for (pc = 0; vm->lines && pc < vm->ncode; pc++) {
+		if (KTAP_OP(vm->code[pc]) == KTAP_OP_ATTACH &&
+		    KTAP_BX(vm->code[pc]) == idx) {
+			snprintf(buf, len, "%s:%u", vm->chunkname,
+				 vm->lines[pc]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%s", vm->chunkname);
+}
+
 /* One handler run's instruction budget, as LOAD settled it. */
 u32 ktap_vm_insn_budget(struct ktap_vm *vm)
 {

@@ -260,16 +260,51 @@ static void test_abi_sizes(void)
 	ksft_test_result(!fails, "extensible ioctl arguments: larger and smaller VERSION, LOAD, STATS\n");
 }
 
+#define ERROR_LOG	"/sys/kernel/tracing/error_log"
+
+/* tracing/error_log as text (at most 64 KB), after emptying it if @clear. */
+static char *error_log(int clear)
+{
+	int fd = open(ERROR_LOG, clear ? O_WRONLY | O_TRUNC : O_RDONLY);
+	char *out;
+
+	if (fd < 0)
+		return NULL;
+	if (clear) {
+		close(fd);
+		return NULL;
+	}
+	out = ki_read_all(fd, 1 << 16);
+	close(fd);
+	return out;
+}
+
+/*
+ * A rejected image: -EINVAL with the reason in the caller's log, and in
+ * tracing/error_log, also when the caller passes no log buffer.
+ */
 static void test_reject_log(void)
 {
-	char junk[64], log[512] = "";
-	int fd = open_control(), r;
+	char junk[64], log[512] = "", cmd[600];
+	int fd = open_control(), r, r2;
+	char *el;
 
 	memset(junk, 0x5a, sizeof(junk));
+	error_log(1);
 	r = ki_load(fd, junk, sizeof(junk), log, sizeof(log));
-	ksft_test_result(r == -1 && errno == EINVAL && log[0],
-			 "garbage image rejected with a log: %s\n",
+	r2 = ki_load(fd, junk, sizeof(junk), NULL, 0);
+	el = error_log(0);
+	snprintf(cmd, sizeof(cmd), "  Command: %.*s\n", (int)strcspn(log, "\n"),
+		 log);
+	ksft_test_result(r == -1 && errno == EINVAL && r2 == -1 && log[0] && el &&
+			 strstr(el, "ktap: error: bytecode image rejected") &&
+			 strstr(el, cmd) &&
+			 strstr(strstr(el, cmd) + 1, cmd),
+			 "garbage image rejected with a log and in error_log: %s\n",
 			 log[0] ? log : "(empty log)");
+	if (el && !strstr(el, cmd))
+		ksft_print_msg("error_log: %s", el);
+	free(el);
 	close(fd);
 }
 
