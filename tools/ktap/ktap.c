@@ -32,6 +32,7 @@ struct opts {
 	const char	*out;		/* -o */
 	int		pid, cpu;
 	unsigned int	budget, mem_kb;	/* -B, -M: 0 for the defaults */
+	unsigned int	buffer_kb;	/* -R: 0 for the default */
 	int		timestamps, verbose, quiet, dry, bytecode, tree;
 	int		argbase;	/* -1 */
 	char		**args;		/* script arguments */
@@ -64,6 +65,7 @@ static void usage(FILE *f)
 	      "  -d         dry run: attach the probes, run no handler\n"
 	      "  -B N       instruction budget of one handler run (default 100000)\n"
 	      "  -M KB      session memory in KiB (default 4096)\n"
+	      "  -R KB      output ring buffer per CPU in KiB (default 512)\n"
 	      "  -s EVENT   trace EVENT { print(cpu, tid, execname, argstr) }\n"
 	      "  -1         argN count from 1, as in ktap 0.2 to 0.4 (arg1 is\n"
 	      "             the first field; arg0 of later versions)\n"
@@ -241,7 +243,10 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	if (fd < 0) {
 		fprintf(stderr, "ktap: cannot open %s: %s%s\n", KTAP_CONTROL,
 			strerror(errno), errno == ENOENT ?
-			" (is CONFIG_KTAP enabled and tracefs mounted?)" : "");
+			" (is CONFIG_KTAP enabled and tracefs mounted?)" :
+			errno == EBUSY ?
+			" (the kernel's session limit is reached: see /sys/module/ktapvm/parameters/max_sessions)" :
+			"");
 		return 1;
 	}
 	if (o->out) {
@@ -271,6 +276,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	attr.pid = o->pid >= 0 ? o->pid : child > 0 ? child : -1;
 	attr.insn_budget = o->budget;
 	attr.mem_limit_kb = o->mem_kb;
+	attr.buffer_kb = o->buffer_kb;
 	attr.cpu = o->cpu;
 	log[0] = '\0';
 	if (ioctl(fd, KTAP_IOC_LOAD, &attr)) {
@@ -428,7 +434,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-e") || !strcmp(a, "-o") ||
 			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
 			   !strcmp(a, "-s") || !strcmp(a, "-B") ||
-			   !strcmp(a, "-M")) {
+			   !strcmp(a, "-M") || !strcmp(a, "-R")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ktap: %s needs an argument\n", a);
 				usage(stderr);
@@ -447,6 +453,8 @@ int main(int argc, char **argv)
 				o.budget = (unsigned int)parse_int(argv[i], a);
 			} else if (a[1] == 'M') {
 				o.mem_kb = (unsigned int)parse_int(argv[i], a);
+			} else if (a[1] == 'R') {
+				o.buffer_kb = (unsigned int)parse_int(argv[i], a);
 			} else {
 				size_t n = strlen(argv[i]) + 64;
 				char *s = malloc(n);

@@ -395,6 +395,8 @@ struct ktap_version {
  *	KTAP_MAX_INSN_BUDGET; 0: the default
  * @pid: only this process (in the caller's pid namespace); -1: all
  * @cpu: only this CPU; -1: all
+ * @buffer_kb: output ring buffer per CPU, at most KTAP_MAX_BUFFER_KB;
+ *	0: the default (module parameter ktapvm.buffer_kb)
  * @__reserved: must be 0
  */
 struct ktap_load_attr {
@@ -408,10 +410,12 @@ struct ktap_load_attr {
 	__u32		insn_budget;
 	__s32		pid;
 	__s32		cpu;
-	__u32		__reserved[4];
+	__u32		buffer_kb;
+	__u32		__reserved[3];
 };
 
 #define KTAP_LOAD_ATTR_SIZE_VER0	64
+#define KTAP_MAX_BUFFER_KB		(64 * 1024)
 
 /**
  * struct ktap_stats - KTAP_IOC_STATS: counters of the session

@@ -1019,7 +1019,7 @@ static int ktap_tp_res_init(struct ktap_tp_res *rs, struct ktap_vm *vm)
 		return -ENOMEM;
 	if (!rs->nfields)
 		return 0;
-	rs->names = kvcalloc(rs->nfields, sizeof(*rs->names), GFP_KERNEL);
+	rs->names = kvcalloc(rs->nfields, sizeof(*rs->names), GFP_KERNEL_ACCOUNT);
 	rs->hit = bitmap_zalloc(rs->nfields, GFP_KERNEL);
 	if (!rs->names || !rs->hit)
 		return -ENOMEM;
@@ -1126,7 +1126,7 @@ static int ktap_tp_resolve(struct ktap_tp_res *rs,
 			if (shadowed)
 				continue;
 			if (!s && size <= rs->budget) {
-				s = kvzalloc(size, GFP_KERNEL);
+				s = kvzalloc(size, GFP_KERNEL_ACCOUNT);
 				if (!s)
 					return -ENOMEM;
 				s->n = rs->nfields;
@@ -1329,7 +1329,7 @@ static int ktap_tp_attach(struct ktap_handler *h)
 	ret = ktap_tp_res_init(&rs, vm);
 	if (ret)
 		goto out;
-	sc = kvzalloc(sizeof(*sc), GFP_KERNEL);
+	sc = kvzalloc(sizeof(*sc), GFP_KERNEL_ACCOUNT);
 	if (!sc) {
 		ret = -ENOMEM;
 		goto out;
@@ -1347,7 +1347,7 @@ static int ktap_tp_attach(struct ktap_handler *h)
 	}
 	room = min_t(u64, (u64)rs.nperf * num_possible_cpus(),
 		     KTAP_MAX_PERF_EVENTS);
-	tp = kvzalloc(struct_size(tp, events, room), GFP_KERNEL);
+	tp = kvzalloc(struct_size(tp, events, room), GFP_KERNEL_ACCOUNT);
 	if (!tp) {
 		ret = -ENOMEM;
 		goto err_sc;
@@ -1355,7 +1355,7 @@ static int ktap_tp_attach(struct ktap_handler *h)
 	tp->nr = room;
 	tp->sc = sc;
 	if (rs.nperf) {
-		tp->ctx = kvcalloc(rs.nperf, sizeof(*tp->ctx), GFP_KERNEL);
+		tp->ctx = kvcalloc(rs.nperf, sizeof(*tp->ctx), GFP_KERNEL_ACCOUNT);
 		if (!tp->ctx) {
 			ret = -ENOMEM;
 			goto err_tp;
@@ -1633,7 +1633,7 @@ static int ktap_kp_attach(struct ktap_handler *h)
 	ret = security_locked_down(LOCKDOWN_KPROBES);
 	if (ret)
 		return ret;
-	k = kzalloc(sizeof(*k), GFP_KERNEL);
+	k = kzalloc(sizeof(*k), GFP_KERNEL_ACCOUNT);
 	if (!k)
 		return -ENOMEM;
 	k->h = h;
@@ -1792,7 +1792,7 @@ static int ktap_up_attach(struct ktap_handler *h)
 
 	if (!file || !*file || bp->arg > LLONG_MAX)
 		return -EINVAL;
-	u = kzalloc(sizeof(*u), GFP_KERNEL);
+	u = kzalloc(sizeof(*u), GFP_KERNEL_ACCOUNT);
 	if (!u)
 		return -ENOMEM;
 	u->h = h;
@@ -1894,7 +1894,7 @@ static int ktap_timer_attach(struct ktap_handler *h)
 {
 	struct ktap_timer *t;
 
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return -ENOMEM;
 	t->h = h;
@@ -1950,7 +1950,7 @@ static int ktap_profile_attach(struct ktap_handler *h)
 	u32 room = num_possible_cpus();
 	int ret;
 
-	p = kzalloc(struct_size(p, events, room), GFP_KERNEL);
+	p = kzalloc(struct_size(p, events, room), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
 	p->nr = room;

@@ -253,7 +253,7 @@ static int ktap_load_consts(struct ktap_loader *ld)
 
 	bc = (const void *)((const char *)vm->image + vm->hdr->consts.off);
 	vm->consts = kvcalloc(vm->nconsts ?: 1, sizeof(*vm->consts),
-			      GFP_KERNEL);
+			      GFP_KERNEL_ACCOUNT);
 	if (!vm->consts)
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "consts");
 	for (i = 0; i < vm->nconsts; i++) {
@@ -517,7 +517,7 @@ static int ktap_load_builtins(struct ktap_loader *ld)
 
 	names = (const void *)((const char *)vm->image + vm->hdr->builtins.off);
 	vm->builtins = kcalloc(vm->nbuiltins ?: 1, sizeof(*vm->builtins),
-			       GFP_KERNEL);
+			       GFP_KERNEL_ACCOUNT);
 	if (!vm->builtins)
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "builtins");
 	for (i = 0; i < vm->nbuiltins; i++) {
@@ -568,13 +568,15 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 	    ktap_strset_init(&vm->strs, mem))
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "pool");
 	vm->globals = kvcalloc(vm->nglobals ?: 1, sizeof(*vm->globals),
-			       GFP_KERNEL);
-	vm->cpu_ctx = kcalloc(nr_cpu_ids, sizeof(*vm->cpu_ctx), GFP_KERNEL);
+			       GFP_KERNEL_ACCOUNT);
+	vm->cpu_ctx = kcalloc(nr_cpu_ids, sizeof(*vm->cpu_ctx),
+			      GFP_KERNEL_ACCOUNT);
 	if (!vm->globals || !vm->cpu_ctx)
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "globals");
 	for_each_possible_cpu(cpu) {
-		vm->cpu_ctx[cpu] = vzalloc_node(sizeof(*vm->cpu_ctx[cpu]),
-						cpu_to_node(cpu));
+		vm->cpu_ctx[cpu] = kvzalloc_node(sizeof(*vm->cpu_ctx[cpu]),
+						 GFP_KERNEL_ACCOUNT,
+						 cpu_to_node(cpu));
 		if (!vm->cpu_ctx[cpu])
 			return ktap_reject(ld, KTAP_VERR_NOMEM, "stacks");
 	}
@@ -582,7 +584,8 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 	vm->temp_size = clamp_t(size_t, mem / (2 * num_possible_cpus()),
 				KTAP_TEMP_MIN, KTAP_TEMP_MAX);
 	vm->temp_size = PAGE_ALIGN(vm->temp_size);
-	vm->temp = vmalloc_array(nr_cpu_ids, vm->temp_size);
+	vm->temp = __vmalloc(array_size(nr_cpu_ids, vm->temp_size),
+			     GFP_KERNEL_ACCOUNT);
 	if (!vm->temp)
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "temporary arenas");
 	return 0;
@@ -598,7 +601,8 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
  * @log: where a rejection is explained (may be NULL)
  * @log_size: size of @log
  *
- * Process context only: allocates with GFP_KERNEL.
+ * Process context only: allocates with GFP_KERNEL_ACCOUNT, charged to
+ * the loader's memcg.
  *
  * Return: the VM, or ERR_PTR(-EINVAL) for a rejected image (the reason
  * is in @log), -E2BIG for an oversized one, -ENOMEM.
@@ -621,7 +625,7 @@ struct ktap_vm *ktap_vm_load(const void *image, size_t len,
 		return ERR_PTR(ktap_reject(&ld, KTAP_VERR_SHORT, "image"));
 	ld.len = len;
 
-	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
+	vm = kzalloc(sizeof(*vm), GFP_KERNEL_ACCOUNT);
 	if (!vm)
 		return ERR_PTR(-ENOMEM);
 	ld.vm = vm;
@@ -629,7 +633,7 @@ struct ktap_vm *ktap_vm_load(const void *image, size_t len,
 	seqcount_init(&vm->shared_seq);
 	vm->host_ops = host_ops;
 	vm->host = host;
-	vm->image = kvmemdup(image, len, GFP_KERNEL);
+	vm->image = kvmemdup(image, len, GFP_KERNEL_ACCOUNT);
 	if (!vm->image) {
 		err = ktap_reject(&ld, KTAP_VERR_NOMEM, "image");
 		goto fail;
@@ -681,7 +685,7 @@ void ktap_vm_free(struct ktap_vm *vm)
 		return;
 	if (vm->cpu_ctx) {
 		for_each_possible_cpu(cpu)
-			vfree(vm->cpu_ctx[cpu]);
+			kvfree(vm->cpu_ctx[cpu]);
 		kfree(vm->cpu_ctx);
 	}
 	vfree(vm->temp);

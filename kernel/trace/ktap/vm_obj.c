@@ -100,7 +100,8 @@ bool ktap_value_equal(const struct ktap_value *a, const struct ktap_value *b)
 
 int ktap_pool_init(struct ktap_pool *pool, size_t size)
 {
-	pool->base = vzalloc(size);
+	/* charged to the loader's memcg, like everything a session holds */
+	pool->base = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!pool->base)
 		return -ENOMEM;
 	pool->size = size;
@@ -188,7 +189,7 @@ int ktap_strset_init(struct ktap_strset *set, size_t mem_limit)
 	size_t n = clamp_t(size_t, mem_limit / 128, 1024, 1U << 20);
 
 	n = roundup_pow_of_two(n);
-	set->slots = kvcalloc(n, sizeof(*set->slots), GFP_KERNEL);
+	set->slots = kvcalloc(n, sizeof(*set->slots), GFP_KERNEL_ACCOUNT);
 	if (!set->slots)
 		return -ENOMEM;
 	set->mask = n - 1;

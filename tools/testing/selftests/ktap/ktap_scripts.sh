@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 25
+ktap_set_plan 27
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -604,6 +604,51 @@ if [ $rc != 0 ] && grep -q "ktap: error: probe failed to attach" "$EL" &&
 else
 	sed 's/^/# /' "$EL" "$T/attach_err.out" | head -10
 	ktap_test_fail "attach error in error_log (rc $rc)"
+fi
+
+# 26. the output ring buffer's size (-R, LOAD's buffer_kb): the main
+# chunk's 20,000 lines wait in it until START returns
+out4=$(timeout 120 "$KTAP" -q -R 4 -e 'for (i = 1, 20000) { print(i) }' 2>&1 >/dev/null)
+n4=$(timeout 120 "$KTAP" -q -R 4 -e 'for (i = 1, 20000) { print(i) }' 2>/dev/null | wc -l)
+out8m=$(timeout 120 "$KTAP" -q -R 8192 -e 'for (i = 1, 20000) { print(i) }' 2>&1 >/dev/null)
+n8m=$(timeout 120 "$KTAP" -q -R 8192 -e 'for (i = 1, 20000) { print(i) }' 2>/dev/null | wc -l)
+if echo "$out4" | grep -q "events dropped" && [ "$n4" -lt 20000 ] &&
+   [ -z "$out8m" ] && [ "$n8m" = 20000 ]; then
+	ktap_test_pass "-R 4: $n4 of 20000 lines ($out4); -R 8192: all"
+else
+	ktap_print_msg "-R 4: $n4 lines, '$out4'; -R 8192: $n8m lines, '$out8m'"
+	ktap_test_fail "-R sizes the output buffer"
+fi
+
+# 27. at most ktapvm.max_sessions sessions at once, with a clear error
+MAXS=/sys/module/ktapvm/parameters/max_sessions
+if [ -w "$MAXS" ]; then
+	old_max=$(cat "$MAXS")
+	echo 2 > "$MAXS"
+	"$KTAP" -q -e 'tick-1s { }' > /dev/null 2>&1 &
+	s1=$!
+	"$KTAP" -q -e 'tick-1s { }' > /dev/null 2>&1 &
+	s2=$!
+	i=0
+	while [ $i -lt 100 ] && [ "$(ls "$SESSIONS" | wc -l)" -lt 2 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	third=$(timeout 30 "$KTAP" -q -e 'print(1)' 2>&1)
+	rc=$?
+	echo "$old_max" > "$MAXS"
+	interrupt_ktap $s1
+	interrupt_ktap $s2
+	after=$(timeout 30 "$KTAP" -q -e 'print("again")' 2>&1)
+	if [ $rc = 1 ] && echo "$third" | grep -q "Device or resource busy (the kernel's session limit is reached" &&
+	   [ "$after" = again ]; then
+		ktap_test_pass "max_sessions 2: the third session is refused: $third"
+	else
+		ktap_print_msg "third: rc $rc '$third'; after: '$after'"
+		ktap_test_fail "max_sessions is enforced"
+	fi
+else
+	ktap_test_skip "no $MAXS"
 fi
 
 ktap_finished

@@ -128,6 +128,7 @@ static void test_bad_attr(void)
 	BASE(); a.image_len = 0;		EXPECT("empty image", -EINVAL);
 	BASE(); a.image_len = KTAP_MAX_IMAGE + 1; EXPECT("huge image", -E2BIG);
 	BASE(); a.mem_limit_kb = 1U << 30;	EXPECT("huge pool", -E2BIG);
+	BASE(); a.buffer_kb = KTAP_MAX_BUFFER_KB + 1; EXPECT("huge buffer", -E2BIG);
 	BASE(); a.cpu = -5;			EXPECT("cpu -5", -EINVAL);
 	BASE(); a.image = 16;			EXPECT("bad pointer", -EFAULT);
 	BASE(); a.size = 4;			EXPECT("short size", -EINVAL);

@@ -1216,8 +1216,14 @@ static inline void vfree(const void *p)
 	ktap_shim_free(p, true);
 }
 
+static inline void *__vmalloc(size_t size, gfp_t gfp)
+{
+	return ktap_shim_alloc(size, gfp, true);
+}
+
 #define vmalloc_node(s, n)	vmalloc(s)
 #define vzalloc_node(s, n)	vzalloc(s)
+#define kvzalloc_node(s, gfp, n) kvzalloc(s, gfp)
 
 DEFINE_FREE(kfree, void *, if (!IS_ERR_OR_NULL(_T)) kfree(_T))
 DEFINE_FREE(kvfree, void *, if (!IS_ERR_OR_NULL(_T)) kvfree(_T))
