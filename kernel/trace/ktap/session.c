@@ -565,10 +565,9 @@ static int ktap_check_probes(struct ktap_session *sess, char *log,
 			     size_t log_size)
 {
 	const struct ktap_bc_probe *bp;
+	char where[128];
 	u32 i;
 	int ret;
-
-	char where[128];
 
 	for (i = 0; i < KTAP_MAX_PROBES; i++) {
 		bp = ktap_vm_probe(sess->hot.vm, i);
@@ -694,11 +693,13 @@ static void ktap_attach_failed(struct ktap_session *sess,
 	ktap_vm_probe_where(sess->hot.vm, h->probe, where, sizeof(where));
 	msg = kasprintf(GFP_KERNEL, "probe %u (%s): error %d", h->probe, spec,
 			err);
-	if (msg)
-		ktap_log_err(KTAP_ERR_ATTACH, where, msg);
+	if (!msg) {
+		atomic_long_inc(&sess->drops);
+		return;
+	}
+	ktap_log_err(KTAP_ERR_ATTACH, where, msg);
+	ktap_session_printf(sess, "ktap: %s: cannot attach %s\n", where, msg);
 	kfree(msg);
-	ktap_session_printf(sess, "ktap: %s: cannot attach probe %u (%s): error %d\n",
-			    where, h->probe, spec, err);
 }
 
 /*

@@ -149,6 +149,16 @@ static void test_bad_attr(void)
 	ksft_test_result(!fails, "load attribute checks\n");
 }
 
+/* Index of the first nonzero byte of @p, or @n. */
+static size_t first_nonzero(const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && !p[i]; i++)
+		;
+	return i;
+}
+
 /*
  * Extensible arguments (the rules in <linux/ktap.h>): the command's
  * encoded size is the caller's, so a tool built against a larger or
@@ -193,9 +203,9 @@ static void test_abi_sizes(void)
 	      bigv.v.abi_version == KTAP_ABI_VERSION,
 	      "larger VERSION: r %d size %u abi %u\n", r, bigv.v.size,
 	      bigv.v.abi_version);
-	for (i = 0; i < sizeof(bigv.tail); i++)
-		CHECK(!bigv.tail[i], "larger VERSION: tail[%zu] = %#x\n", i,
-		      bigv.tail[i]);
+	i = first_nonzero(bigv.tail, sizeof(bigv.tail));
+	CHECK(i == sizeof(bigv.tail), "larger VERSION: tail[%zu] = %#x\n", i,
+	      bigv.tail[i]);
 
 	memset(&smallv, 0xaa, sizeof(smallv));
 	smallv.size = 8;
@@ -233,9 +243,9 @@ static void test_abi_sizes(void)
 	      bigs.st.state == KTAP_STATE_LOADED && !bigs.st.__reserved,
 	      "larger STATS: r %d size %u state %u\n", r, bigs.st.size,
 	      bigs.st.state);
-	for (i = 0; i < sizeof(bigs.tail); i++)
-		CHECK(!bigs.tail[i], "larger STATS: tail[%zu] = %#x\n", i,
-		      bigs.tail[i]);
+	i = first_nonzero(bigs.tail, sizeof(bigs.tail));
+	CHECK(i == sizeof(bigs.tail), "larger STATS: tail[%zu] = %#x\n", i,
+	      bigs.tail[i]);
 	memset(&smalls, 0xaa, sizeof(smalls));
 	smalls.size = 8;
 	r = ioctl(fd, _IOWR(KTAP_IOC_MAGIC, 0x04, typeof(smalls)), &smalls);
@@ -258,7 +268,8 @@ static void test_abi_sizes(void)
 #undef CHECK
 	close(fd);
 	free(img);
-	ksft_test_result(!fails, "extensible ioctl arguments: larger and smaller VERSION, LOAD, STATS\n");
+	ksft_test_result(!fails,
+			 "extensible ioctl arguments: larger and smaller VERSION, LOAD, STATS\n");
 }
 
 #define ERROR_LOG	"/sys/kernel/tracing/error_log"
