@@ -33,7 +33,9 @@ struct opts {
 	int		pid, cpu;
 	unsigned int	budget, mem_kb;	/* -B, -M: 0 for the defaults */
 	unsigned int	buffer_kb;	/* -R: 0 for the default */
+	const char	*instance;	/* -I: NULL for ktap-<id> */
 	int		timestamps, verbose, quiet, dry, bytecode, tree;
+	int		noread;		/* -N: the instance's readers read */
 	int		argbase;	/* -1 */
 	char		**args;		/* script arguments */
 	int		nargs;
@@ -66,6 +68,11 @@ static void usage(FILE *f)
 	      "  -B N       instruction budget of one handler run (default 100000)\n"
 	      "  -M KB      session memory in KiB (default 4096)\n"
 	      "  -R KB      output ring buffer per CPU in KiB (default 512)\n"
+	      "  -I NAME    name the tracing instance of the output\n"
+	      "             (default ktap-<session id>); an instance that\n"
+	      "             exists (mkdir, trace-cmd) is written into and kept\n"
+	      "  -N         do not read the output: leave it to the readers\n"
+	      "             of the instance (cat trace_pipe, trace-cmd)\n"
 	      "  -s EVENT   trace EVENT { print(cpu, tid, execname, argstr) }\n"
 	      "  -1         argN count from 1, as in ktap 0.2 to 0.4 (arg1 is\n"
 	      "             the first field; arg0 of later versions)\n"
@@ -277,6 +284,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	attr.insn_budget = o->budget;
 	attr.mem_limit_kb = o->mem_kb;
 	attr.buffer_kb = o->buffer_kb;
+	attr.instance = (uintptr_t)o->instance;
 	attr.cpu = o->cpu;
 	log[0] = '\0';
 	if (ioctl(fd, KTAP_IOC_LOAD, &attr)) {
@@ -284,6 +292,14 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 		if (log[0])
 			fprintf(stderr, "ktap: kernel rejected bytecode: %s\n",
 				log);
+		else if (o->instance && (errno == EEXIST || errno == EINVAL ||
+					 errno == ENAMETOOLONG))
+			fprintf(stderr, "ktap: cannot use tracing instance '%s': %s%s\n",
+				o->instance, strerror(errno),
+				errno == EEXIST ?
+				" (another ktap session writes into it, or a reader of an\n"
+				"  ended session still holds it open)" :
+				" (use up to 63 letters, digits, '-', '_', '.')");
 		else
 			fprintf(stderr, "ktap: KTAP_IOC_LOAD: %s\n",
 				strerror(errno));
@@ -308,9 +324,14 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	}
 	memset(&st, 0, sizeof(st));
 	st.size = sizeof(st);
-	if (o->verbose && !ioctl(fd, KTAP_IOC_STATS, &st))
-		fprintf(stderr, "ktap: %u of %u probes attached\n",
-			st.nr_attached, nprobes);
+	if ((o->verbose || o->noread) && !ioctl(fd, KTAP_IOC_STATS, &st)) {
+		st.instance[sizeof(st.instance) - 1] = '\0';
+		if (o->verbose)
+			fprintf(stderr, "ktap: %u of %u probes attached\n",
+				st.nr_attached, nprobes);
+		fprintf(stderr, "ktap: output in tracing/instances/%s\n",
+			st.instance);
+	}
 	if (!nprobes) {
 		ioctl(fd, KTAP_IOC_STOP);
 		stopped = 1;
@@ -330,6 +351,20 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 		if (got_stop && !stopped) {
 			ioctl(fd, KTAP_IOC_STOP);
 			stopped = 1;
+		}
+		if (o->noread) {
+			struct pollfd pri = { .fd = fd, .events = POLLPRI };
+
+			/* POLLPRI: the session ended (exit(), error, STOP) */
+			if (poll(&pri, 1, 200) > 0 && (pri.revents & POLLPRI)) {
+				if (stopped)
+					break;
+				ioctl(fd, KTAP_IOC_STOP);
+				stopped = 1;
+			} else if (pri.revents & (POLLERR | POLLNVAL)) {
+				break;
+			}
+			continue;
 		}
 		n = read(fd, buf, sizeof(buf));
 		if (n > 0) {
@@ -422,6 +457,8 @@ int main(int argc, char **argv)
 			o.verbose = 1;
 		} else if (!strcmp(a, "-q")) {
 			o.quiet = 1;
+		} else if (!strcmp(a, "-N")) {
+			o.noread = 1;
 		} else if (!strcmp(a, "-d")) {
 			o.dry = 1;
 		} else if (!strcmp(a, "-b")) {
@@ -434,7 +471,8 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "-e") || !strcmp(a, "-o") ||
 			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
 			   !strcmp(a, "-s") || !strcmp(a, "-B") ||
-			   !strcmp(a, "-M") || !strcmp(a, "-R")) {
+			   !strcmp(a, "-M") || !strcmp(a, "-R") ||
+			   !strcmp(a, "-I")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ktap: %s needs an argument\n", a);
 				usage(stderr);
@@ -455,6 +493,8 @@ int main(int argc, char **argv)
 				o.mem_kb = (unsigned int)parse_int(argv[i], a);
 			} else if (a[1] == 'R') {
 				o.buffer_kb = (unsigned int)parse_int(argv[i], a);
+			} else if (a[1] == 'I') {
+				o.instance = argv[i];
 			} else {
 				size_t n = strlen(argv[i]) + 64;
 				char *s = malloc(n);

@@ -398,6 +398,10 @@ struct ktap_version {
  * @buffer_kb: output ring buffer per CPU, at most KTAP_MAX_BUFFER_KB;
  *	0: the default (module parameter ktapvm.buffer_kb)
  * @__reserved: must be 0
+ * @instance: user pointer to the NUL-terminated name of the tracing
+ *	instance that receives the output, at most KTAP_INSTANCE_NAME_MAX
+ *	bytes with the NUL, of letters, digits, '-', '_' and '.'; 0:
+ *	"ktap-<session id>"
  */
 struct ktap_load_attr {
 	__u32		size;
@@ -412,10 +416,12 @@ struct ktap_load_attr {
 	__s32		cpu;
 	__u32		buffer_kb;
 	__u32		__reserved[3];
+	__aligned_u64	instance;
 };
 
-#define KTAP_LOAD_ATTR_SIZE_VER0	64
+#define KTAP_LOAD_ATTR_SIZE_VER0	64	/* up to __reserved */
 #define KTAP_MAX_BUFFER_KB		(64 * 1024)
+#define KTAP_INSTANCE_NAME_MAX		64
 
 /**
  * struct ktap_stats - KTAP_IOC_STATS: counters of the session
@@ -429,6 +435,8 @@ struct ktap_load_attr {
  * @mem_limit: size of the session pool
  * @nr_attached: probes attached
  * @__reserved: 0
+ * @instance: name of the tracing instance with the session's output
+ *	(tracing/instances/<instance>), NUL-terminated; empty before LOAD
  */
 struct ktap_stats {
 	__u32		size;
@@ -441,9 +449,10 @@ struct ktap_stats {
 	__aligned_u64	mem_limit;
 	__u32		nr_attached;
 	__u32		__reserved;
+	char		instance[KTAP_INSTANCE_NAME_MAX];
 };
 
-#define KTAP_STATS_SIZE_VER0	64
+#define KTAP_STATS_SIZE_VER0	64	/* up to __reserved */
 
 enum ktap_session_state {
 	KTAP_STATE_NEW,			/* opened, nothing loaded */

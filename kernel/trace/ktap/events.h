@@ -97,4 +97,19 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 int ktap_events_get(void);
 void ktap_events_put(void);
 
+/* output.c: the session's tracing instance and its records */
+struct ktap_output;
+
+struct ktap_output *ktap_output_create(const char *name, u32 kb,
+				       u32 dflt_kb);
+unsigned long ktap_output_overruns(struct ktap_output *out);
+void ktap_output_destroy(struct ktap_output *out);
+bool ktap_output_write(struct ktap_output *out, const char *text, u32 len,
+		       bool nl);
+bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len);
+bool ktap_output_empty(struct ktap_output *out);
+u32 ktap_output_max(struct ktap_output *out);
+const char *ktap_output_name(struct ktap_output *out);
+void ktap_output_exit(void);
+
 #endif /* _KTAP_EVENTS_H */

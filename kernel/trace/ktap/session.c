@@ -9,21 +9,19 @@
  * detaches and runs the end handlers (STOP). close() tears everything
  * down, also when the tool dies by SIGKILL.
  *
- * The output of a session goes into its own ring buffer (the tracing
- * ring buffer, one per-CPU buffer per session, not overwriting: a full
- * buffer drops and counts the record). It is readable from the control
- * descriptor and from tracing/ktap/sessions/<id>/trace_pipe, so cat and
- * trace-cmd can follow a session too. Both consume the same records.
+ * The output of a session goes into a tracing instance of its own,
+ * tracing/instances/ktap-<id> by default (output.c): cat, trace-cmd and
+ * the instance's controls work on it, and the control descriptor reads
+ * the same records. A full buffer drops and counts the record.
  *
  * Locking:
- *  - ktap_sessions_lock protects the session list and the lookup that
- *    trace_pipe open() does; a session is reference counted (kref).
+ *  - ktap_sessions_lock protects the session count and ids.
  *  - sess->lock serializes the ioctls and release() of one session, and
  *    with it the handler list and every attach and detach.
  *  - sess->read_lock serializes the readers and the partly copied record.
  *  - Probe handlers take no lock: they read sess->hot (atomic state and
- *    constant filters) and write the ring buffer, which is lockless and
- *    NMI-safe. Readers are woken through an irq_work, never directly
+ *    constant filters) and write the instance's ring buffer, which is
+ *    lockless and NMI-safe. Readers are woken through an irq_work, never directly
  *    from probe context.
  */
 
@@ -34,12 +32,10 @@
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/irq_work.h>
-#include <linux/kref.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/poll.h>
-#include <linux/ring_buffer.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/security.h>
@@ -80,15 +76,12 @@ MODULE_PARM_DESC(max_sessions, "sessions (opens of tracing/ktap/control) at once
  * struct ktap_session - one open of tracing/ktap/control
  * @hot: what probe handlers read on every firing (see events.h)
  * @lock: serializes ioctls and release; protects the handler list
- * @ref: the control file and each open trace_pipe hold one reference
- * @id: number of the session, names tracing/ktap/sessions/<id>
- * @node: in ktap_sessions
+ * @id: number of the session, names the default instance ktap-<id>
  * @handlers: struct ktap_handler list, in ATTACH order
  * @nr_handlers: entries in @handlers
  * @nr_attached: handlers currently attached
  * @started: the main chunk ran (END handlers are due at STOP)
- * @buffer: output ring buffer
- * @max_rec: largest payload of one output record
+ * @out: the tracing instance receiving the output, once LOADed
  * @drops: output records lost (buffer full or nested too deep)
  * @wq: readers and pollers wait here
  * @wake_work: wakes @wq from any context
@@ -97,20 +90,16 @@ MODULE_PARM_DESC(max_sessions, "sessions (opens of tracing/ktap/control) at once
  * @rbuf: the record being copied to a reader
  * @rpos: bytes of @rbuf already copied
  * @rlen: bytes in @rbuf
- * @dir: tracing/ktap/sessions/<id>
  */
 struct ktap_session {
 	struct ktap_session_hot	hot;
 	struct mutex		lock;	/* ioctls, release, handlers */
-	struct kref		ref;
 	u32			id;
-	struct list_head	node;
 	struct list_head	handlers;
 	u32			nr_handlers;
 	u32			nr_attached;
 	bool			started;
-	struct trace_buffer	*buffer;
-	u32			max_rec;
+	struct ktap_output	*out;
 	atomic_long_t		drops;
 	wait_queue_head_t	wq;
 	struct irq_work		wake_work;
@@ -119,15 +108,12 @@ struct ktap_session {
 	char			*rbuf;
 	u32			rpos;
 	u32			rlen;
-	struct dentry		*dir;
 };
 
 static DEFINE_MUTEX(ktap_sessions_lock);
-static LIST_HEAD(ktap_sessions);
 static unsigned int ktap_nr_sessions;
 static u32 ktap_next_id;
 static struct dentry *ktap_dir;
-static struct dentry *ktap_sessions_dir;
 
 static int ktap_state(struct ktap_session *sess)
 {
@@ -174,32 +160,11 @@ static void ktap_set_exiting(struct ktap_session *sess)
 			return;
 	} while (!atomic_try_cmpxchg(&sess->hot.state, &old,
 				     KTAP_STATE_EXITING));
-	ktap_wake_readers(sess);
+	/* once per session: also wakes the EPOLLPRI pollers, never armed */
+	irq_work_queue(&sess->wake_work);
 }
 
 DEFINE_PER_CPU(int, ktap_probe_depth);
-
-/* One output record: a u32 length, then the bytes (and a newline if @nl). */
-static void ktap_write_record(struct ktap_session *sess, const char *buf,
-			      u32 len, bool nl)
-{
-	struct ring_buffer_event *rbe;
-	char *data;
-	u32 *rec;
-
-	rbe = ring_buffer_lock_reserve(sess->buffer, sizeof(u32) + len + nl);
-	if (!rbe) {
-		atomic_long_inc(&sess->drops);
-		return;
-	}
-	rec = ring_buffer_event_data(rbe);
-	*rec = len + nl;
-	data = (char *)(rec + 1);
-	memcpy(data, buf, len);
-	if (nl)
-		data[len] = '\n';
-	ring_buffer_unlock_commit(sess->buffer);
-}
 
 /**
  * ktap_host_write - host_ops->write: append output
@@ -221,10 +186,25 @@ static void ktap_host_write(void *host, const char *buf, size_t len)
 	bool nl = len && buf[len - 1] != '\n' &&
 		  this_cpu_read(ktap_probe_depth);
 
-	while (len) {
-		u32 n = min_t(size_t, len, sess->max_rec - 1);
+	/* a record's final newline is a flag: trace prints lines */
+	if (len && buf[len - 1] == '\n') {
+		nl = true;
+		len--;
+		if (!len) {
+			if (!ktap_output_write(sess->out, "", 0, true))
+				atomic_long_inc(&sess->drops);
+			ktap_wake_readers(sess);
+			return;
+		}
+	}
 
-		ktap_write_record(sess, buf, n, nl && n == len);
+	u32 max = ktap_output_max(sess->out);
+
+	while (len) {
+		u32 n = min_t(size_t, len, max);
+
+		if (!ktap_output_write(sess->out, buf, n, nl && n == len))
+			atomic_long_inc(&sess->drops);
 		buf += n;
 		len -= n;
 	}
@@ -585,27 +565,39 @@ static int ktap_check_probes(struct ktap_session *sess, char *log,
 }
 
 /*
- * The output buffer is only allocated for a program that loaded: most
- * opens (ktap -V, rejected images) never need its pages. Published with
- * release semantics; readers of a session without one see no output.
+ * The instance is only created for a program that loaded: most opens
+ * (ktap -V, rejected images) never need it. Published with release
+ * semantics; readers of a session without one see no output.
  */
-static int ktap_alloc_output(struct ktap_session *sess, u32 kb)
+static int ktap_alloc_output(struct ktap_session *sess,
+			     const struct ktap_load_attr *attr)
 {
-	struct trace_buffer *buffer;
+	char name[KTAP_INSTANCE_NAME_MAX];
+	struct ktap_output *out;
+	u32 kb = attr->buffer_kb;
+	long n;
 
-	kb = kb ?: clamp_t(u32, READ_ONCE(buffer_kb), 4, KTAP_MAX_BUFFER_KB);
-	buffer = ring_buffer_alloc((unsigned long)kb * 1024, 0);
-	if (!buffer)
-		return -ENOMEM;
-	sess->max_rec = min_t(unsigned long, PAGE_SIZE,
-			      ring_buffer_max_event_size(buffer)) - sizeof(u32);
-	sess->rbuf = kmalloc(sess->max_rec, GFP_KERNEL_ACCOUNT);
+	if (attr->instance) {
+		n = strncpy_from_user(name, u64_to_user_ptr(attr->instance),
+				      sizeof(name));
+		if (n < 0)
+			return n;
+		if (n == sizeof(name))
+			return -ENAMETOOLONG;
+	} else {
+		snprintf(name, sizeof(name), "ktap-%u", sess->id);
+	}
+	out = ktap_output_create(name, kb, clamp_t(u32, READ_ONCE(buffer_kb),
+						   4, KTAP_MAX_BUFFER_KB));
+	if (IS_ERR(out))
+		return PTR_ERR(out);
+	sess->rbuf = kmalloc(ktap_output_max(out) + 1, GFP_KERNEL_ACCOUNT);
 	if (!sess->rbuf) {
-		ring_buffer_free(buffer);
+		ktap_output_destroy(out);
 		return -ENOMEM;
 	}
-	/* Pairs with the readers' acquire: they see rbuf and max_rec set. */
-	smp_store_release(&sess->buffer, buffer);
+	/* Pairs with the readers' acquire: they see rbuf set. */
+	smp_store_release(&sess->out, out);
 	return 0;
 }
 
@@ -666,7 +658,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	sess->hot.vm = vm;
 	ret = ktap_check_probes(sess, log, klog_size);
 	if (!ret)
-		ret = ktap_alloc_output(sess, attr.buffer_kb);
+		ret = ktap_alloc_output(sess, &attr);
 	if (ret) {
 		sess->hot.vm = NULL;
 		ktap_vm_free(vm);
@@ -799,11 +791,16 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	st.hits = vst.hits;
 	/* Lost output and handler runs abandoned on a busy table in NMI. */
 	st.drops = atomic_long_read(&sess->drops) + vst.drops + vst.throttled;
+	if (sess->out)
+		st.drops += ktap_output_overruns(sess->out);
 	st.recursion = vst.recursion;
 	st.errors = vst.errors;
 	st.mem_used = vst.mem_used;
 	st.mem_limit = vst.mem_limit;
 	st.nr_attached = sess->nr_attached;
+	if (sess->out)
+		strscpy(st.instance, ktap_output_name(sess->out),
+			sizeof(st.instance));
 	return ktap_put_struct(uarg, usize, &st, sizeof(st));
 }
 
@@ -864,34 +861,15 @@ static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 /*
  * Take the oldest record of all CPUs into sess->rbuf. Returns false when
- * the buffer is empty. Called under sess->read_lock.
+ * there is none. Called under sess->read_lock.
  */
 static bool ktap_fetch(struct ktap_session *sess)
 {
 	/* Pairs with ktap_alloc_output(). */
-	struct trace_buffer *buffer = smp_load_acquire(&sess->buffer);
-	struct ring_buffer_event *rbe;
-	int cpu, best = -1;
-	u64 ts, best_ts = U64_MAX;
-	u32 *rec;
+	struct ktap_output *out = smp_load_acquire(&sess->out);
 
-	if (!buffer)
+	if (!out || !ktap_output_read(out, sess->rbuf, &sess->rlen))
 		return false;
-	for_each_possible_cpu(cpu) {
-		if (ring_buffer_peek(buffer, cpu, &ts, NULL) &&
-		    ts < best_ts) {
-			best = cpu;
-			best_ts = ts;
-		}
-	}
-	if (best < 0)
-		return false;
-	rbe = ring_buffer_consume(buffer, best, NULL, NULL);
-	if (!rbe)
-		return false;
-	rec = ring_buffer_event_data(rbe);
-	sess->rlen = min(*rec, sess->max_rec);
-	memcpy(sess->rbuf, rec + 1, sess->rlen);
 	sess->rpos = 0;
 	return true;
 }
@@ -899,15 +877,15 @@ static bool ktap_fetch(struct ktap_session *sess)
 static bool ktap_readable(struct ktap_session *sess)
 {
 	/* Pairs with ktap_alloc_output(). */
-	struct trace_buffer *buffer = smp_load_acquire(&sess->buffer);
+	struct ktap_output *out = smp_load_acquire(&sess->out);
 
-	return (buffer && !ring_buffer_empty(buffer)) || ktap_done(sess);
+	return (out && !ktap_output_empty(out)) || ktap_done(sess);
 }
 
 /**
  * ktap_session_read - read the session output
  * @sess: the session
- * @file: the file read (control or trace_pipe), for O_NONBLOCK
+ * @file: the control file, for O_NONBLOCK
  * @ubuf: user buffer
  * @count: its size
  *
@@ -959,37 +937,37 @@ static ssize_t ktap_session_read(struct ktap_session *sess, struct file *file,
 static __poll_t ktap_session_poll(struct ktap_session *sess, struct file *file,
 				  poll_table *wait)
 {
+	__poll_t mask = 0;
+
 	poll_wait(file, &sess->wq, wait);
-	ktap_prepare_wait(sess);
+	/*
+	 * A poller of EPOLLPRI alone (ktap -N) leaves the output to other
+	 * readers of the instance: it waits for the end of the session and
+	 * need not be woken by every record.
+	 */
+	if (poll_requested_events(wait) & EPOLLIN)
+		ktap_prepare_wait(sess);
 	if (ktap_readable(sess) || READ_ONCE(sess->rpos) != READ_ONCE(sess->rlen))
-		return EPOLLIN | EPOLLRDNORM;
-	return 0;
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (ktap_done(sess))
+		mask |= EPOLLPRI;
+	return mask;
 }
 
-static void ktap_session_free(struct kref *ref)
+static void ktap_session_free(struct ktap_session *sess)
 {
-	struct ktap_session *sess = container_of(ref, struct ktap_session, ref);
-
 	irq_work_sync(&sess->wake_work);
+	/* no handler runs any more: the instance can go */
+	ktap_output_destroy(sess->out);
 	if (sess->hot.vm)
 		ktap_vm_free(sess->hot.vm);
 	ktap_free_handlers(sess);
-	if (sess->buffer)
-		ring_buffer_free(sess->buffer);
 	kfree(sess->rbuf);
 	kfree(sess);
 }
 
-static void ktap_session_put(struct ktap_session *sess)
-{
-	kref_put(&sess->ref, ktap_session_free);
-}
-
-static const struct file_operations ktap_pipe_fops;
-
 static struct ktap_session *ktap_session_new(void)
 {
-	char name[16];
 	struct ktap_session *sess;
 
 	sess = kzalloc(sizeof(*sess), GFP_KERNEL_ACCOUNT);
@@ -997,7 +975,6 @@ static struct ktap_session *ktap_session_new(void)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&sess->lock);
 	mutex_init(&sess->read_lock);
-	kref_init(&sess->ref);
 	INIT_LIST_HEAD(&sess->handlers);
 	init_waitqueue_head(&sess->wq);
 	init_irq_work(&sess->wake_work, ktap_wake_work);
@@ -1012,13 +989,6 @@ static struct ktap_session *ktap_session_new(void)
 		}
 		ktap_nr_sessions++;
 		sess->id = ktap_next_id++;
-		list_add_tail(&sess->node, &ktap_sessions);
-		snprintf(name, sizeof(name), "%u", sess->id);
-		sess->dir = tracefs_create_dir(name, ktap_sessions_dir);
-		if (sess->dir)
-			tracefs_create_file("trace_pipe", 0400, sess->dir,
-					    (void *)(unsigned long)sess->id,
-					    &ktap_pipe_fops);
 	}
 	return sess;
 }
@@ -1048,15 +1018,6 @@ static int ktap_control_open(struct inode *inode, struct file *file)
 static int ktap_control_release(struct inode *inode, struct file *file)
 {
 	struct ktap_session *sess = file->private_data;
-	struct dentry *dir;
-
-	scoped_guard(mutex, &ktap_sessions_lock) {
-		list_del(&sess->node);
-		ktap_nr_sessions--;
-		dir = sess->dir;
-		sess->dir = NULL;
-	}
-	tracefs_remove(dir);
 
 	scoped_guard(mutex, &sess->lock) {
 		ktap_set_exiting(sess);
@@ -1064,7 +1025,9 @@ static int ktap_control_release(struct inode *inode, struct file *file)
 		atomic_set(&sess->hot.state, KTAP_STATE_STOPPED);
 	}
 	wake_up_all(&sess->wq);
-	ktap_session_put(sess);
+	ktap_session_free(sess);
+	scoped_guard(mutex, &ktap_sessions_lock)
+		ktap_nr_sessions--;
 	ktap_events_put();
 	return 0;
 }
@@ -1090,41 +1053,6 @@ static const struct file_operations ktap_control_fops = {
 	.compat_ioctl	= compat_ptr_ioctl,
 };
 
-/* tracing/ktap/sessions/<id>/trace_pipe: a second reader of the output. */
-static int ktap_pipe_open(struct inode *inode, struct file *file)
-{
-	u32 id = (unsigned long)inode->i_private;
-	struct ktap_session *sess;
-	int ret;
-
-	ret = security_locked_down(LOCKDOWN_TRACEFS);
-	if (ret)
-		return ret;
-	guard(mutex)(&ktap_sessions_lock);
-	list_for_each_entry(sess, &ktap_sessions, node) {
-		if (sess->id == id) {
-			kref_get(&sess->ref);
-			file->private_data = sess;
-			return nonseekable_open(inode, file);
-		}
-	}
-	return -ENOENT;
-}
-
-static int ktap_pipe_release(struct inode *inode, struct file *file)
-{
-	ktap_session_put(file->private_data);
-	return 0;
-}
-
-static const struct file_operations ktap_pipe_fops = {
-	.owner		= THIS_MODULE,
-	.open		= ktap_pipe_open,
-	.release	= ktap_pipe_release,
-	.read		= ktap_control_read,
-	.poll		= ktap_control_poll,
-};
-
 static int __init ktap_init(void)
 {
 	int ret;
@@ -1139,11 +1067,6 @@ static int __init ktap_init(void)
 		ret = -ENOMEM;
 		goto err_dir;
 	}
-	ktap_sessions_dir = tracefs_create_dir("sessions", ktap_dir);
-	if (!ktap_sessions_dir) {
-		ret = -ENOMEM;
-		goto err_dir;
-	}
 	return 0;
 err_dir:
 	tracefs_remove(ktap_dir);
@@ -1154,6 +1077,7 @@ static void __exit ktap_exit(void)
 {
 	/* No session can exist: each one holds a module reference. */
 	tracefs_remove(ktap_dir);
+	ktap_output_exit();
 }
 
 module_init(ktap_init);

@@ -12,13 +12,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <linux/ktap.h>
 
 #define KTAP_CONTROL	"/sys/kernel/tracing/ktap/control"
-#define KTAP_SESSIONS	"/sys/kernel/tracing/ktap/sessions"
+#define KTAP_INSTANCES	"/sys/kernel/tracing/instances"
 
 /*
  * Capacities. A test that needs larger images defines them before it
@@ -413,6 +414,26 @@ static inline int ki_load(int fd, const void *img, size_t len, char *log,
 			  size_t log_size)
 {
 	return ki_load_filtered(fd, img, len, log, log_size, -1, -1);
+}
+
+/*
+ * Sessions that loaded a program: each has its output in a tracing
+ * instance, ktap-<id> unless named otherwise (the tests never do, but
+ * for the one that checks naming).
+ */
+static inline int ki_count_sessions(void)
+{
+	DIR *d = opendir(KTAP_INSTANCES);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "ktap-", 5))
+			n++;
+	closedir(d);
+	return n;
 }
 
 /* Read until EOF (or @max bytes) into a NUL-terminated malloc'd string. */

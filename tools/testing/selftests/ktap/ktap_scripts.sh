@@ -21,13 +21,13 @@ KTAP=${KTAP_BIN:-}
 [ -z "$KTAP" ] && [ -x "$DIR/../../../ktap/ktap" ] && KTAP=$DIR/../../../ktap/ktap
 [ -z "$KTAP" ] && KTAP=$(command -v ktap || true)
 CONTROL=/sys/kernel/tracing/ktap/control
-SESSIONS=/sys/kernel/tracing/ktap/sessions
+INSTANCES=/sys/kernel/tracing/instances
 
 ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 27
+ktap_set_plan 30
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -114,8 +114,13 @@ interrupt_ktap() {
 	wait $k
 }
 
+# a loaded session has its output in the tracing instance ktap-<id>
+sessions() {
+	ls -d "$INSTANCES"/ktap-* 2>/dev/null
+}
+
 no_sessions() {
-	[ -z "$(ls -A "$SESSIONS" 2>/dev/null)" ]
+	[ -z "$(sessions)" ]
 }
 
 # 1. the walking skeleton
@@ -217,14 +222,14 @@ fi
 "$KTAP" "$T/syscalls.kp" > /dev/null 2>&1 &
 pid=$!
 sleep 3
-had=$(ls "$SESSIONS" 2>/dev/null | wc -l)
+had=$(sessions | wc -l)
 kill -KILL $pid
 wait $pid 2>/dev/null
 sleep 1
 if [ "$had" -ge 1 ] && no_sessions; then
 	ktap_test_pass "SIGKILL of a tracing ktap leaves no session"
 else
-	ktap_test_fail "SIGKILL of a tracing ktap leaves no session (had $had, left $(ls "$SESSIONS" | wc -l))"
+	ktap_test_fail "SIGKILL of a tracing ktap leaves no session (had $had, left $(sessions | wc -l))"
 fi
 
 # 10. set_retval is refused where it would fake a failure after the fact
@@ -630,7 +635,7 @@ if [ -w "$MAXS" ]; then
 	"$KTAP" -q -e 'tick-1s { }' > /dev/null 2>&1 &
 	s2=$!
 	i=0
-	while [ $i -lt 100 ] && [ "$(ls "$SESSIONS" | wc -l)" -lt 2 ]; do
+	while [ $i -lt 100 ] && [ "$(sessions | wc -l)" -lt 2 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -649,6 +654,134 @@ if [ -w "$MAXS" ]; then
 	fi
 else
 	ktap_test_skip "no $MAXS"
+fi
+
+# wait_dir DIR: up to 30 s for a directory to appear
+wait_dir() {
+	local i=0
+
+	while [ $i -lt 300 ] && [ ! -d "$1" ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -d "$1" ]
+}
+
+# gone_within DIR SECS: wait for a directory to go
+gone_within() {
+	local i=0
+
+	while [ $i -lt $(($2 * 10)) ] && [ -d "$1" ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ ! -d "$1" ]
+}
+
+# 28. -N leaves the output to the instance's readers: cat trace_pipe
+# receives every record while the tool runs, in order
+cat > "$T/ticks.kp" <<'EOF'
+var n = 0
+tick-100ms {
+	n = n + 1
+	printf("tick line %d\n", n)
+	if (n == 20) { exit() }
+}
+EOF
+I=$INSTANCES/ktap-cat
+"$KTAP" -N -I ktap-cat "$T/ticks.kp" > "$T/n.out" 2> "$T/n.err" &
+k=$!
+if wait_dir "$I"; then
+	timeout 15 cat "$I/trace_pipe" > "$T/pipe.out" &
+	c=$!
+	wait $k
+	krc=$?
+	# the instance goes once cat, the last reader, is done
+	wait $c
+	got=$(grep -o 'output: tick line [0-9]*' "$T/pipe.out" | sed 's/.* //' | tr '\n' ' ')
+	want=$(seq 1 20 | tr '\n' ' ')
+	if [ $krc = 0 ] && [ "$got" = "$want" ] && [ ! -s "$T/n.out" ] &&
+	   grep -q "output in tracing/instances/ktap-cat" "$T/n.err" &&
+	   gone_within "$I" 5; then
+		ktap_test_pass "-N -I ktap-cat: cat trace_pipe of the instance read ticks 1-20"
+	else
+		ktap_print_msg "rc $krc; cat got '$got'; tool: $(cat "$T/n.out" "$T/n.err")"
+		ktap_test_fail "cat trace_pipe reads a -N session"
+	fi
+else
+	ktap_print_msg "$(cat "$T/n.err")"
+	ktap_test_fail "no instance ktap-cat"
+	kill -KILL $k 2>/dev/null
+	wait $k
+fi
+
+# 29. trace-cmd reads a session's instance: show (the trace file) and
+# extract (per_cpu/*/trace_pipe_raw) + report (events/ktap/output/format)
+if command -v trace-cmd > /dev/null; then
+	cat > "$T/tc.kp" <<'EOF'
+var n = 0
+tick-100ms {
+	if (n < 10) {
+		n = n + 1
+		printf("for trace-cmd %d\n", n)
+	}
+}
+EOF
+	I=$INSTANCES/ktap-tc
+	"$KTAP" -N -I ktap-tc "$T/tc.kp" > /dev/null 2> "$T/tc.err" &
+	k=$!
+	i=0
+	while [ $i -lt 300 ] && ! grep -q "for trace-cmd 10" "$I/trace" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	show=$(trace-cmd show -B ktap-tc 2>&1 | grep -c "output: for trace-cmd")
+	(cd "$T" && trace-cmd extract -B ktap-tc -o "$T/tc.dat" > "$T/tc.log" 2>&1)
+	rep=$(trace-cmd report -i "$T/tc.dat" 2>&1 | grep "for trace-cmd" |
+	      sed 's/.*for trace-cmd //' | tr '\n' ' ')
+	interrupt_ktap $k
+	if [ "$show" = 10 ] && [ "$rep" = "$(seq 1 10 | tr '\n' ' ')" ] &&
+	   gone_within "$I" 5; then
+		ktap_test_pass "trace-cmd show and extract -B ktap-tc: 10 records each"
+	else
+		ktap_print_msg "show: $show lines; report: '$rep'"
+		ktap_print_msg "$(cat "$T/tc.err" "$T/tc.log")"
+		ktap_test_fail "trace-cmd reads the instance"
+	fi
+else
+	ktap_test_skip "no trace-cmd"
+fi
+
+# 30. the instance's buffer_size_kb is the session's buffer: 2000 lines
+# of 100 bytes with nobody reading overflow 4 KiB and fit in 1 MiB once
+# buffer_size_kb is written before they are printed
+cat > "$T/burst.kp" <<'EOF'
+tick-2s {
+	for (i = 1, 2000) {
+		printf("%6d ..........................................................................................\n", i)
+	}
+	exit()
+}
+EOF
+burst() {
+	local name=$1 kb=$2
+
+	"$KTAP" -N -I "$name" -R 4 "$T/burst.kp" > /dev/null 2> "$T/$name.err" &
+	local k=$!
+	if wait_dir "$INSTANCES/$name" && [ -n "$kb" ]; then
+		echo "$kb" > "$INSTANCES/$name/buffer_size_kb"
+	fi
+	wait $k
+	sed -n 's/^ktap: \([0-9]*\) events dropped$/\1/p' "$T/$name.err"
+}
+small=$(burst ktap-small "")
+large=$(burst ktap-large 1024)
+if [ -n "$small" ] && [ "$small" -gt 0 ] && [ -z "$large" ]; then
+	ktap_test_pass "2000 unread records: $small dropped in 4 KiB, none once buffer_size_kb is 1024"
+else
+	ktap_print_msg "4 KiB: '$small' dropped; 1024 KiB: '$large'"
+	ktap_print_msg "$(cat "$T/ktap-small.err" "$T/ktap-large.err")"
+	ktap_test_fail "buffer_size_kb of the instance changes the drop figure"
 fi
 
 ktap_finished

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Sessions of the ktap tracer through tracing/ktap/control: the ioctls,
- * the output stream, per-session trace_pipe, several sessions at once,
+ * the output stream and its tracing instance, several sessions at once,
  * teardown on SIGKILL and the permission checks. Output is KTAP (the
  * kselftest format, which has nothing to do with the tracer's name).
  */
@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -23,36 +24,9 @@ static int open_control(void)
 	return open(KTAP_CONTROL, O_RDWR | O_CLOEXEC);
 }
 
-/* Number of live sessions listed under tracing/ktap/sessions. */
 static int count_sessions(void)
 {
-	DIR *d = opendir(KTAP_SESSIONS);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-/* The highest session id: the one opened last. */
-static int last_session(void)
-{
-	DIR *d = opendir(KTAP_SESSIONS);
-	struct dirent *de;
-	int id = -1;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.' && atoi(de->d_name) > id)
-			id = atoi(de->d_name);
-	closedir(d);
-	return id;
+	return ki_count_sessions();
 }
 
 /*
@@ -631,31 +605,128 @@ static void test_set_retval(void)
 	free(img);
 }
 
-static void test_trace_pipe(void)
+/* Does @path exist? */
+static int exists(const char *path)
 {
-	char path[128], *out;
-	size_t len;
-	void *img = ki_hello("via trace_pipe", &len);
-	int fd = open_control(), pfd, id;
+	return !access(path, F_OK);
+}
 
-	id = last_session();
-	snprintf(path, sizeof(path), KTAP_SESSIONS "/%d/trace_pipe", id);
-	pfd = open(path, O_RDONLY);
-	if (fd < 0 || pfd < 0 || ki_load(fd, img, len, NULL, 0) ||
-	    ioctl(fd, KTAP_IOC_START) || ioctl(fd, KTAP_IOC_STOP)) {
-		ksft_test_result_fail("trace_pipe: %s\n", strerror(errno));
-		goto out;
+/* Wait up to @secs seconds for @path to be gone. */
+static int gone_within(const char *path, int secs)
+{
+	int i;
+
+	for (i = 0; i < secs * 10 && exists(path); i++)
+		usleep(100000);
+	return !exists(path);
+}
+
+/*
+ * The output is a tracing instance: a named one here, read through its
+ * trace and trace_pipe files, with the ktap:output format ftrace shows;
+ * it goes with the session, also when a reader still holds it open at
+ * close (then once the reader is done). An instance the user made is
+ * written into and kept. Bad and taken names are refused.
+ */
+static void test_instance(void)
+{
+	const char *dir = KTAP_INSTANCES "/ktap-selftest";
+	struct ktap_load_attr a;
+	struct ktap_stats st;
+	char buf[4096], *tr = NULL;
+	size_t len;
+	void *img = ki_hello("via the instance", &len);
+	int fd = open_control(), pfd = -1, fails = 0, r, tfd;
+	ssize_t n = 0;
+
+#define CHECK(cond, ...) do {					\
+		if (!(cond)) {					\
+			ksft_print_msg(__VA_ARGS__);		\
+			fails++;				\
+		}						\
+	} while (0)
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.image = (uintptr_t)img;
+	a.image_len = len;
+	a.pid = -1;
+	a.cpu = -1;
+	a.instance = (uintptr_t)"ktap-selftest";
+	r = ioctl(fd, KTAP_IOC_LOAD, &a);
+	CHECK(!r, "LOAD into ktap-selftest: %s\n", strerror(errno));
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	r = ioctl(fd, KTAP_IOC_STATS, &st);
+	CHECK(!r && !strcmp(st.instance, "ktap-selftest"),
+	      "STATS names the instance: '%s'\n", st.instance);
+	CHECK(exists(KTAP_INSTANCES "/ktap-selftest/events/ktap/output/format"),
+	      "no events/ktap/output/format in the instance\n");
+	if (ioctl(fd, KTAP_IOC_START) || ioctl(fd, KTAP_IOC_STOP))
+		CHECK(0, "START/STOP: %s\n", strerror(errno));
+
+	tfd = open(KTAP_INSTANCES "/ktap-selftest/trace", O_RDONLY);
+	if (tfd >= 0) {
+		tr = ki_read_all(tfd, 1 << 16);
+		close(tfd);
 	}
-	out = ki_read_all(pfd, 4096);
-	ksft_test_result(strstr(out, "via trace_pipe\n") != NULL,
-			 "sessions/%d/trace_pipe reads the output\n", id);
-	free(out);
-out:
+	CHECK(tr && strstr(tr, " output: via the instance\n"),
+	      "trace of the instance: %s\n", tr ? tr : strerror(errno));
+	free(tr);
+	pfd = open(KTAP_INSTANCES "/ktap-selftest/trace_pipe",
+		   O_RDONLY | O_NONBLOCK);
+	if (pfd >= 0)
+		n = read(pfd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK(n > 0 && strstr(buf, "via the instance"),
+	      "trace_pipe of the instance: %zd '%s'\n", n, buf);
+
+	/* a reader holds the instance: it stays, its name still taken */
+	close(fd);
+	CHECK(exists(dir), "the instance went while trace_pipe was open\n");
+	fd = open_control();
+	r = ioctl(fd, KTAP_IOC_LOAD, &a);
+	CHECK(r == -1 && errno == EEXIST,
+	      "a held instance's name is refused: r %d %s\n", r,
+	      strerror(errno));
+	close(fd);
 	if (pfd >= 0)
 		close(pfd);
-	if (fd >= 0)
-		close(fd);
+	CHECK(gone_within(dir, 5), "the instance stayed after its reader\n");
+
+	/* a user's instance receives the records and stays */
+	fd = open_control();
+	r = mkdir(KTAP_INSTANCES "/ktap-mine", 0755);
+	CHECK(!r, "mkdir instances/ktap-mine: %s\n", strerror(errno));
+	a.instance = (uintptr_t)"ktap-mine";
+	r = ioctl(fd, KTAP_IOC_LOAD, &a);
+	CHECK(!r, "LOAD into a user's instance: %s\n", strerror(errno));
+	if (ioctl(fd, KTAP_IOC_START) || ioctl(fd, KTAP_IOC_STOP))
+		CHECK(0, "START/STOP: %s\n", strerror(errno));
+	close(fd);
+	tr = NULL;
+	tfd = open(KTAP_INSTANCES "/ktap-mine/trace", O_RDONLY);
+	if (tfd >= 0) {
+		tr = ki_read_all(tfd, 1 << 16);
+		close(tfd);
+	}
+	CHECK(tr && strstr(tr, " output: via the instance\n"),
+	      "the user's instance kept the record: %s\n",
+	      tr ? tr : strerror(errno));
+	free(tr);
+	CHECK(!rmdir(KTAP_INSTANCES "/ktap-mine"),
+	      "rmdir of the user's instance: %s\n", strerror(errno));
+
+	/* a name tracefs would not take */
+	fd = open_control();
+	a.instance = (uintptr_t)"a/b";
+	r = ioctl(fd, KTAP_IOC_LOAD, &a);
+	CHECK(r == -1 && errno == EINVAL, "name a/b: r %d %s\n", r,
+	      strerror(errno));
+	close(fd);
+#undef CHECK
 	free(img);
+	ksft_test_result(!fails, "output in tracing/instances: trace, trace_pipe, format, removal, a user's instance kept\n");
 }
 
 static void test_poll_nonblock(void)
@@ -864,7 +935,7 @@ int main(void)
 	test_fields();
 	test_filters();
 	test_set_retval();
-	test_trace_pipe();
+	test_instance();
 	test_poll_nonblock();
 	test_many_sessions();
 	test_sigkill();

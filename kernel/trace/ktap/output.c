@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The output of a ktap session is a tracing instance,
+ * tracing/instances/<name>/ (ktap-<id> unless the script's user names
+ * it), whose ring buffer receives ktap:output records. Everything ftrace
+ * offers for an instance applies: trace, trace_pipe, per_cpu/,
+ * buffer_size_kb, tracing_on (off: records are dropped and counted),
+ * trace_clock, and trace-cmd's -B. The ktap tool reads the same records
+ * through the control descriptor (session.c), which consumes them from
+ * the instance's buffer in timestamp order across CPUs.
+ *
+ * Records are written straight into the instance's buffer with the
+ * ktap:output event type, from any context, NMI included: reserve and
+ * commit are the lockless ring buffer's. The tracepoint of that event is
+ * never fired, so enabling ktap:output anywhere records nothing.
+ *
+ * An instance ktap made lives as long as its session. It cannot be
+ * removed while a reader holds one of its files open; then a worker
+ * retries once a second until the last reader is gone. An instance the
+ * user made (mkdir, trace-cmd) and named at LOAD receives the records
+ * and stays; ktap neither empties nor removes it, and resizes it only
+ * when asked to.
+ *
+ * A record lost to a full buffer is counted either way the instance is
+ * set: with options/overwrite on (ftrace's default) the oldest records
+ * give way and the ring buffer counts them as overruns; with it off the
+ * new record is refused and ktap counts it.
+ */
+
+#define pr_fmt(fmt) "ktap: " fmt
+
+#include <linux/cleanup.h>
+#include <linux/ctype.h>
+#include <linux/mutex.h>
+#include <linux/ring_buffer.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#define CREATE_TRACE_POINTS
+#include "ktap_trace.h"
+
+#include "../trace.h"
+#include "events.h"
+
+/* The instance of the tracing core marks ours: events of this system only. */
+#define KTAP_SYSTEMS		"ktap"
+
+/**
+ * struct ktap_output - a session's instance
+ * @tr: the instance (we hold one reference)
+ * @buffer: its ring buffer
+ * @max_rec: most bytes of text one record holds
+ * @owned: ktap made the instance and removes it
+ * @overruns: the ring buffer's overrun count when the session began
+ * @node: in ktap_outputs, or ktap_doomed once the session is gone
+ * @name: the instance's name
+ */
+struct ktap_output {
+	struct trace_array	*tr;
+	struct trace_buffer	*buffer;
+	u32			max_rec;
+	bool			owned;
+	unsigned long		overruns;
+	struct list_head	node;
+	char			name[KTAP_INSTANCE_NAME_MAX];
+};
+
+static DEFINE_MUTEX(ktap_output_lock);
+static LIST_HEAD(ktap_outputs);		/* instances of live sessions */
+static LIST_HEAD(ktap_doomed);		/* instances still held by readers */
+static void ktap_reap_doomed(struct work_struct *work);
+static DECLARE_DELAYED_WORK(ktap_reaper, ktap_reap_doomed);
+
+/* Names as tracefs directories take them, without surprises. */
+static bool ktap_instance_name_ok(const char *name)
+{
+	const char *p;
+
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (p = name; *p; p++)
+		if (!isalnum(*p) && *p != '-' && *p != '_' && *p != '.')
+			return false;
+	return true;
+}
+
+static bool ktap_instance_in_use(const char *name)
+{
+	struct ktap_output *out;
+
+	lockdep_assert_held(&ktap_output_lock);
+	list_for_each_entry(out, &ktap_outputs, node)
+		if (!strcmp(out->name, name))
+			return true;
+	list_for_each_entry(out, &ktap_doomed, node)
+		if (!strcmp(out->name, name))
+			return true;
+	return false;
+}
+
+/**
+ * ktap_output_create - create or take the instance of a session
+ * @name: instance name (checked here)
+ * @kb: ring buffer per CPU, KiB; 0: @dflt_kb for an instance ktap
+ *	makes, the size as it is for one the user made
+ * @dflt_kb: the default size, KiB
+ *
+ * Process context.
+ *
+ * Return: the output, ERR_PTR(-EINVAL) for a bad name, -EEXIST when
+ * another session writes into that instance or readers of an ended
+ * session still hold it, -ENOMEM.
+ */
+struct ktap_output *ktap_output_create(const char *name, u32 kb,
+				       u32 dflt_kb)
+{
+	struct ktap_output *out;
+	struct trace_array *tr;
+	ssize_t ret;
+
+	if (strlen(name) >= KTAP_INSTANCE_NAME_MAX ||
+	    !ktap_instance_name_ok(name))
+		return ERR_PTR(-EINVAL);
+	out = kzalloc(sizeof(*out), GFP_KERNEL_ACCOUNT);
+	if (!out)
+		return ERR_PTR(-ENOMEM);
+	strscpy(out->name, name, sizeof(out->name));
+
+	guard(mutex)(&ktap_output_lock);
+	if (ktap_instance_in_use(name)) {
+		kfree(out);
+		return ERR_PTR(-EEXIST);
+	}
+	/* Finds an existing instance of that name, or creates ours. */
+	tr = trace_array_get_by_name(name, KTAP_SYSTEMS);
+	if (!tr) {
+		kfree(out);
+		return ERR_PTR(-ENOMEM);
+	}
+	/* a user's mkdir has no system list; ours lists only "ktap" */
+	out->owned = tr->system_names &&
+		     !strcmp(tr->system_names, KTAP_SYSTEMS);
+	if (out->owned)
+		kb = kb ?: dflt_kb;
+	if (kb) {
+		ret = tracing_resize_ring_buffer(tr, (unsigned long)kb * 1024,
+						 RING_BUFFER_ALL_CPUS);
+		if (ret < 0) {
+			trace_array_put(tr);
+			if (out->owned)
+				trace_array_destroy(tr);
+			kfree(out);
+			return ERR_PTR(ret);
+		}
+	}
+	out->tr = tr;
+	out->buffer = tr->array_buffer.buffer;
+	/* an instance left by an earlier ktap module may still hold records */
+	if (out->owned)
+		ring_buffer_reset(out->buffer);
+	out->overruns = ring_buffer_overruns(out->buffer);
+	out->max_rec = min_t(unsigned long, PAGE_SIZE,
+			     ring_buffer_max_event_size(out->buffer)) -
+		       sizeof(struct trace_event_raw_output);
+	list_add_tail(&out->node, &ktap_outputs);
+	return out;
+}
+
+/**
+ * ktap_output_write - append one record
+ * @out: the session's output
+ * @text: the bytes
+ * @len: how many, at most ktap_output_max(@out)
+ * @nl: a newline ends the record
+ *
+ * Any context, NMI included; never sleeps.
+ *
+ * Return: false when the record was dropped (buffer full, tracing_on
+ * off, or nested too deep in the ring buffer).
+ */
+bool ktap_output_write(struct ktap_output *out, const char *text, u32 len,
+		       bool nl)
+{
+	struct trace_event_raw_output *entry;
+	struct ring_buffer_event *rbe;
+
+	rbe = ring_buffer_lock_reserve(out->buffer, sizeof(*entry) + len);
+	if (!rbe)
+		return false;
+	entry = ring_buffer_event_data(rbe);
+	tracing_generic_entry_update(&entry->ent, event_output.event.type,
+				     tracing_gen_ctx());
+	entry->nl = nl;
+	/* __dynamic_array: length in the high half, offset in the low */
+	entry->__data_loc_text = (len << 16) |
+				 offsetof(struct trace_event_raw_output, __data);
+	memcpy(entry->__data, text, len);
+	ring_buffer_unlock_commit(out->buffer);
+	return true;
+}
+
+/**
+ * ktap_output_overruns - records the buffer overwrote before they were read
+ * @out: the session's output
+ *
+ * Counts only while the instance's options/overwrite is on.
+ *
+ * Return: records lost since the session took the instance.
+ */
+unsigned long ktap_output_overruns(struct ktap_output *out)
+{
+	return ring_buffer_overruns(out->buffer) - out->overruns;
+}
+
+/* Most bytes of text ktap_output_write() takes in one record. */
+u32 ktap_output_max(struct ktap_output *out)
+{
+	return out->max_rec;
+}
+
+const char *ktap_output_name(struct ktap_output *out)
+{
+	return out->name;
+}
+
+/**
+ * ktap_output_read - take the oldest record of all CPUs
+ * @out: the session's output
+ * @buf: receives the text and its newline, ktap_output_max() + 1 bytes
+ * @len: receives their length
+ *
+ * Records of other types (a trace_marker write into the instance) are
+ * consumed and skipped. Process context; the caller serializes readers.
+ *
+ * Return: false when the buffer holds no record.
+ */
+bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len)
+{
+	const struct trace_event_raw_output *entry;
+	struct ring_buffer_event *rbe;
+	u64 ts, best_ts;
+	int cpu, best;
+	u32 loc, n;
+
+	for (;;) {
+		best = -1;
+		best_ts = U64_MAX;
+		for_each_possible_cpu(cpu) {
+			if (ring_buffer_peek(out->buffer, cpu, &ts, NULL) &&
+			    ts < best_ts) {
+				best = cpu;
+				best_ts = ts;
+			}
+		}
+		if (best < 0)
+			return false;
+		rbe = ring_buffer_consume(out->buffer, best, NULL, NULL);
+		if (!rbe)
+			return false;
+		entry = ring_buffer_event_data(rbe);
+		if (entry->ent.type != event_output.event.type)
+			continue;
+		loc = entry->__data_loc_text;
+		n = min3(loc >> 16, out->max_rec,
+			 ring_buffer_event_length(rbe) - (loc & 0xffff));
+		memcpy(buf, (const char *)entry + (loc & 0xffff), n);
+		if (entry->nl)
+			buf[n++] = '\n';
+		*len = n;
+		return true;
+	}
+}
+
+/* Whether the buffer holds nothing to read. Any context. */
+bool ktap_output_empty(struct ktap_output *out)
+{
+	return ring_buffer_empty(out->buffer);
+}
+
+/*
+ * A doomed instance is found again by name, never through a pointer
+ * kept from before: once we dropped our reference, its readers' last
+ * close or a user's rmdir may free it at any time. An instance of that
+ * name that is not ours (a user's mkdir since) is left alone.
+ */
+static bool ktap_reap_one(struct ktap_output *out)
+{
+	struct trace_array *tr;
+	bool ours;
+
+	tr = trace_array_get_by_name(out->name, KTAP_SYSTEMS);
+	if (!tr)
+		return false;
+	ours = tr->system_names && !strcmp(tr->system_names, KTAP_SYSTEMS);
+	trace_array_put(tr);
+	return !ours || trace_array_destroy(tr) != -EBUSY;
+}
+
+static void ktap_reap_doomed(struct work_struct *work)
+{
+	struct ktap_output *out, *tmp;
+
+	guard(mutex)(&ktap_output_lock);
+	list_for_each_entry_safe(out, tmp, &ktap_doomed, node) {
+		if (ktap_reap_one(out)) {
+			list_del(&out->node);
+			kfree(out);
+		}
+	}
+	if (!list_empty(&ktap_doomed))
+		schedule_delayed_work(&ktap_reaper, HZ);
+}
+
+/**
+ * ktap_output_destroy - remove a session's instance
+ * @out: the output, or NULL; no writer may be running
+ *
+ * Process context. While a reader holds a file of an instance ktap made
+ * open, the instance stays (its name taken) and is removed once it is
+ * closed. An instance the user made is left as it is.
+ */
+void ktap_output_destroy(struct ktap_output *out)
+{
+	if (!out)
+		return;
+	guard(mutex)(&ktap_output_lock);
+	trace_array_put(out->tr);
+	if (!out->owned || trace_array_destroy(out->tr) != -EBUSY) {
+		list_del(&out->node);
+		kfree(out);
+		return;
+	}
+	out->tr = NULL;
+	out->buffer = NULL;
+	list_move_tail(&out->node, &ktap_doomed);
+	schedule_delayed_work(&ktap_reaper, HZ);
+}
+
+/* Module exit: no session exists; remove what readers no longer hold. */
+void ktap_output_exit(void)
+{
+	struct ktap_output *out, *tmp;
+
+	cancel_delayed_work_sync(&ktap_reaper);
+	guard(mutex)(&ktap_output_lock);
+	list_for_each_entry_safe(out, tmp, &ktap_doomed, node) {
+		if (!ktap_reap_one(out))
+			pr_warn("instance %s is still open: remove it with rmdir\n",
+				out->name);
+		list_del(&out->node);
+		kfree(out);
+	}
+}
