@@ -242,6 +242,50 @@ static int call_base(struct kp_gen *G, int r)
 	return r >= G->vtop && r + 1 == G->top ? r : take(G, 1);
 }
 
+static int is_param(const struct kp_var *v)
+{
+	const struct kp_var *p;
+
+	for (p = v->fn ? v->fn->params : NULL; p; p = p->next)
+		if (p == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * print(e.tostring()), printf(fmt, ..., e.tostring()): print the event
+ * itself, which prints the same text. The kernel then stores the
+ * event's record and ftrace's reader formats it with the event's own
+ * output function, in process context, instead of the handler calling
+ * that function in probe context (possibly NMI). Done for a parameter
+ * the function never assigns (known once
+ * every name is resolved): a handler's event, or the event of a
+ * function given to kdebug.probe() by name.
+ */
+static void print_events(struct kp_node *call)
+{
+	struct kp_node *a, *o, *next;
+
+	for (a = call->list; a; a = a->next) {
+		if (a->kind == KP_N_CALL && a->a->kind == KP_N_FIELD)
+			o = a->a;		/* e.tostring() */
+		else if (a->kind == KP_N_METHOD)
+			o = a;			/* e:tostring() */
+		else
+			continue;
+		if (strcmp(o->str.s, "tostring") || a->list)
+			continue;
+		o = o->a;
+		if (o->kind != KP_N_NAME || o->sym.kind != KP_SYM_LOCAL ||
+		    o->sym.var->assigned ||
+		    !(o->sym.var->is_event || is_param(o->sym.var)))
+			continue;
+		next = a->next;
+		*a = *o;
+		a->next = next;
+	}
+}
+
 static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres);
 
 /*
@@ -397,6 +441,9 @@ static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres)
 		at(G, n);
 		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	} else if (n->builtin >= 0) {
+		if (n->builtin == kp_builtin_find("print") ||
+		    n->builtin == kp_builtin_find("printf"))
+			print_events(n);
 		nargs = args_to_regs(G, n->list, spreads(n->builtin));
 		at(G, n);
 		call_builtin(G, n->builtin, base, nargs);

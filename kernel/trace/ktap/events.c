@@ -562,6 +562,15 @@ static int ktap_tp_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 		seq_buf_puts(s, ev->name);
 		return 0;
 	}
+	/*
+	 * Output functions were written for the reader's context and some
+	 * reach helpers that take locks. print(e) stores the record for
+	 * them instead (ktap_tp_record()); a string made in the handler is
+	 * refused in NMI, where such a lock may be held by what we
+	 * interrupted.
+	 */
+	if (in_nmi())
+		return -EPERM;
 	/* One iterator per CPU: a nested firing on this CPU goes without. */
 	if (this_cpu_inc_return(ktap_iter_busy) != 1) {
 		ret = -EBUSY;
@@ -581,10 +590,20 @@ out:
 	return ret;
 }
 
+/* The raw record, for print(e) to store and ftrace's reader to format. */
+static void ktap_tp_record(struct ktap_event *ev, const void **rec, u32 *size)
+{
+	struct ktap_tp_event *tev = container_of(ev, struct ktap_tp_event, ev);
+
+	*rec = tev->rec;
+	*size = tev->size;
+}
+
 static const struct ktap_event_ops ktap_tp_ops = {
 	.field		= ktap_tp_field,
 	.field_at	= ktap_tp_field_at,
 	.tostring	= ktap_tp_tostring,
+	.record		= ktap_tp_record,
 	.arg		= ktap_tp_arg,
 	.set_retval	= ktap_no_set_retval,
 };

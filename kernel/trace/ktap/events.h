@@ -110,6 +110,10 @@ bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len);
 bool ktap_output_empty(struct ktap_output *out);
 u32 ktap_output_max(struct ktap_output *out);
 const char *ktap_output_name(struct ktap_output *out);
+bool ktap_output_write_event(struct ktap_output *out, const void *rec,
+			     u32 rlen, const char *pre, u32 plen,
+			     const char *post, u32 qlen, bool nl);
+void ktap_output_init(void);
 void ktap_output_exit(void);
 
 #endif /* _KTAP_EVENTS_H */

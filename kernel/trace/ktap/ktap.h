@@ -67,7 +67,12 @@ struct ktap_value {
  *	      the handler was attached; -ENOENT when nothing was resolved
  *	      for this event, and the VM then asks @field by name. May be
  *	      NULL.
- * @tostring: print @ev the way ftrace's output function prints it.
+ * @tostring: print @ev the way ftrace's output function prints it;
+ *	      -EPERM where that cannot be done now (an output function in
+ *	      NMI context).
+ * @record: the raw ftrace record of @ev (struct trace_entry first), for
+ *	    the session to store so that the event's own output function
+ *	    formats it when read; NULL for kinds without one.
  * @arg: argN: the N-th positional field (0..9) of @ev.
  * @set_retval: e.set_retval(v): make the probed function return @v
  *		without running; -EPERM where the probe cannot do it, -EDOM
@@ -83,6 +88,7 @@ struct ktap_event_ops {
 			struct ktap_value *out);
 	int (*tostring)(struct ktap_vm *vm, struct ktap_event *ev,
 			struct seq_buf *s);
+	void (*record)(struct ktap_event *ev, const void **rec, u32 *size);
 	int (*arg)(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		   struct ktap_value *out);
 	int (*set_retval)(struct ktap_vm *vm, struct ktap_event *ev, s64 v,
@@ -113,6 +119,9 @@ struct ktap_event {
  *	    chunk returns or sleeps.
  * @write: append @len bytes of output; any context, never sleeps,
  *	   counts a drop instead of blocking.
+ * @write_event: as @write, for a line that prints @ev (which has a
+ *		 @record op) between @pre and @post; the event is
+ *		 formatted when the line is read. May be NULL.
  * @exit: exit() or a runtime error: ask the session to stop.
  * @sleep: sleep() in the main chunk: attach the handlers recorded so
  *	   far, then wait @ms milliseconds, less if the session ends.
@@ -122,6 +131,9 @@ struct ktap_event {
 struct ktap_host_ops {
 	int (*attach)(void *host, u32 probe, struct ktap_closure *fn);
 	void (*write)(void *host, const char *buf, size_t len);
+	void (*write_event)(void *host, struct ktap_event *ev,
+			    const char *pre, size_t plen,
+			    const char *post, size_t qlen);
 	void (*exit)(void *host);
 	int (*sleep)(void *host, u32 ms);
 };

@@ -29,6 +29,30 @@ TRACE_EVENT(output,
 		      __get_str(text))
 );
 
+/*
+ * A line that prints an event (print(e), printf("%s", e.tostring())):
+ * @rec is the event's raw record, formatted when read by that event's
+ * own output function, between @pre and @post. The TP_printk below is
+ * only what tools that parse the format (trace-cmd) show; ftrace's
+ * readers use ktap_output_event_funcs (output.c).
+ */
+TRACE_EVENT(output_event,
+	    TP_PROTO(const void *rec, u32 rlen, const char *pre, u32 plen,
+		     const char *post, u32 qlen, bool nl),
+	    TP_ARGS(rec, rlen, pre, plen, post, qlen, nl),
+	    TP_STRUCT__entry(__field(u8, nl)
+			     __dynamic_array(u8, rec, rlen)
+			     __dynamic_array(char, pre, plen)
+			     __dynamic_array(char, post, qlen)),
+	    TP_fast_assign(__entry->nl = nl;
+			   memcpy(__get_dynamic_array(rec), rec, rlen);
+			   memcpy(__get_dynamic_array(pre), pre, plen);
+			   memcpy(__get_dynamic_array(post), post, qlen);),
+	    TP_printk("%.*s<event>%.*s", __get_dynamic_array_len(pre),
+		      __get_str(pre), __get_dynamic_array_len(post),
+		      __get_str(post))
+);
+
 #endif /* _KTAP_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -21,10 +21,11 @@
  * and stays; ktap neither empties nor removes it, and resizes it only
  * when asked to.
  *
- * A record lost to a full buffer is counted either way the instance is
- * set: with options/overwrite on (ftrace's default) the oldest records
- * give way and the ring buffer counts them as overruns; with it off the
- * new record is refused and ktap counts it.
+ * An instance ktap makes has options/overwrite off: a full buffer
+ * refuses new records, so a reader that falls behind loses the records
+ * written meanwhile, not a whole page of older ones, and a session keeps
+ * its first records. Lost records are counted either way the option is
+ * set: refused ones by ktap, overwritten ones by the ring buffer.
  */
 
 #define pr_fmt(fmt) "ktap: " fmt
@@ -40,6 +41,7 @@
 #include "ktap_trace.h"
 
 #include "../trace.h"
+#include "../trace_output.h"
 #include "events.h"
 
 /* The instance of the tracing core marks ours: events of this system only. */
@@ -52,6 +54,7 @@
  * @max_rec: most bytes of text one record holds
  * @owned: ktap made the instance and removes it
  * @overruns: the ring buffer's overrun count when the session began
+ * @iter: the control descriptor's reader formats event records with it
  * @node: in ktap_outputs, or ktap_doomed once the session is gone
  * @name: the instance's name
  */
@@ -61,6 +64,7 @@ struct ktap_output {
 	u32			max_rec;
 	bool			owned;
 	unsigned long		overruns;
+	struct trace_iterator	*iter;
 	struct list_head	node;
 	char			name[KTAP_INSTANCE_NAME_MAX];
 };
@@ -140,30 +144,45 @@ struct ktap_output *ktap_output_create(const char *name, u32 kb,
 	/* a user's mkdir has no system list; ours lists only "ktap" */
 	out->owned = tr->system_names &&
 		     !strcmp(tr->system_names, KTAP_SYSTEMS);
-	if (out->owned)
+	if (out->owned) {
+		char opt[] = "nooverwrite";
+
 		kb = kb ?: dflt_kb;
+		ret = trace_set_options(tr, opt);
+		if (ret < 0)
+			goto err_put;
+	}
 	if (kb) {
 		ret = tracing_resize_ring_buffer(tr, (unsigned long)kb * 1024,
 						 RING_BUFFER_ALL_CPUS);
-		if (ret < 0) {
-			trace_array_put(tr);
-			if (out->owned)
-				trace_array_destroy(tr);
-			kfree(out);
-			return ERR_PTR(ret);
-		}
+		if (ret < 0)
+			goto err_put;
 	}
+	ret = -ENOMEM;
+	out->iter = kvzalloc(sizeof(*out->iter), GFP_KERNEL_ACCOUNT);
+	if (!out->iter)
+		goto err_put;
+	out->iter->tr = tr;
+	out->iter->array_buffer = &tr->array_buffer;
 	out->tr = tr;
 	out->buffer = tr->array_buffer.buffer;
 	/* an instance left by an earlier ktap module may still hold records */
 	if (out->owned)
 		ring_buffer_reset(out->buffer);
 	out->overruns = ring_buffer_overruns(out->buffer);
+	/* text of either record type, with the larger header */
 	out->max_rec = min_t(unsigned long, PAGE_SIZE,
 			     ring_buffer_max_event_size(out->buffer)) -
-		       sizeof(struct trace_event_raw_output);
+		       sizeof(struct trace_event_raw_output_event);
 	list_add_tail(&out->node, &ktap_outputs);
 	return out;
+
+err_put:
+	trace_array_put(tr);
+	if (out->owned)
+		trace_array_destroy(tr);
+	kfree(out);
+	return ERR_PTR(ret);
 }
 
 /**
@@ -200,6 +219,133 @@ bool ktap_output_write(struct ktap_output *out, const char *text, u32 len,
 }
 
 /**
+ * ktap_output_write_event - append a line that prints an event
+ * @out: the session's output
+ * @rec: the event's raw record, struct trace_entry first
+ * @rlen: its size
+ * @pre: text before the event
+ * @plen: its length
+ * @post: text after it
+ * @qlen: its length
+ * @nl: a newline ends the line
+ *
+ * The record is stored as it is; the event's own output function
+ * formats it when the line is read, in the reader's context, never in
+ * the probe's (which may be NMI). Any context; never sleeps.
+ *
+ * Return: false when the line was dropped (too long for one record,
+ * buffer full, tracing_on off, or nested too deep in the ring buffer).
+ */
+bool ktap_output_write_event(struct ktap_output *out, const void *rec,
+			     u32 rlen, const char *pre, u32 plen,
+			     const char *post, u32 qlen, bool nl)
+{
+	struct trace_event_raw_output_event *entry;
+	struct ring_buffer_event *rbe;
+	u32 off = offsetof(struct trace_event_raw_output_event, __data);
+
+	if ((u64)rlen + plen + qlen > out->max_rec)
+		return false;
+	rbe = ring_buffer_lock_reserve(out->buffer,
+				       sizeof(*entry) + rlen + plen + qlen);
+	if (!rbe)
+		return false;
+	entry = ring_buffer_event_data(rbe);
+	tracing_generic_entry_update(&entry->ent, event_output_event.event.type,
+				     tracing_gen_ctx());
+	entry->nl = nl;
+	/* __dynamic_array: length in the high half, offset in the low */
+	entry->__data_loc_rec = (rlen << 16) | off;
+	memcpy((char *)entry + off, rec, rlen);
+	off += rlen;
+	entry->__data_loc_pre = (plen << 16) | off;
+	memcpy((char *)entry + off, pre, plen);
+	off += plen;
+	entry->__data_loc_post = (qlen << 16) | off;
+	memcpy((char *)entry + off, post, qlen);
+	ring_buffer_unlock_commit(out->buffer);
+	return true;
+}
+
+/* The bytes of a __dynamic_array of @ent (@size bytes), bounds checked. */
+static const char *ktap_dyn(const void *ent, u32 size, u32 loc, u32 *len)
+{
+	u32 off = loc & 0xffff, n = loc >> 16;
+
+	if (off > size || n > size - off) {
+		*len = 0;
+		return "";
+	}
+	*len = n;
+	return (const char *)ent + off;
+}
+
+/**
+ * ktap_format_event - print a ktap:output_event record into iter->seq
+ * @iter: the reader's iterator (ftrace's, or the session's own)
+ * @flags: what ftrace's reader passes to output functions
+ * @entry: the record
+ * @size: its size
+ *
+ * Process context, trace_event_read_lock() held: the type of the event
+ * record inside is looked up and its output function run as ftrace's
+ * reader runs it, with @iter pointing at that record for the call.
+ */
+static void ktap_format_event(struct trace_iterator *iter, int flags,
+			      const struct trace_event_raw_output_event *entry,
+			      u32 size)
+{
+	struct trace_seq *s = &iter->seq;
+	struct trace_entry *saved_ent = iter->ent;
+	int saved_size = iter->ent_size;
+	const struct trace_entry *rec;
+	struct trace_event *te = NULL;
+	const char *text;
+	u32 len, start;
+
+	text = ktap_dyn(entry, size, entry->__data_loc_pre, &len);
+	trace_seq_printf(s, "%.*s", len, text);
+	rec = (const void *)ktap_dyn(entry, size, entry->__data_loc_rec, &len);
+	if (len >= sizeof(*rec))
+		te = ftrace_find_event(rec->type);
+	/* our own types hold no event: never recurse into them */
+	if (te && te->funcs && te->funcs->trace &&
+	    te != &event_output_event.event && te != &event_output.event) {
+		iter->ent = (struct trace_entry *)rec;
+		iter->ent_size = len;
+		start = trace_seq_used(s);
+		te->funcs->trace(iter, flags, te);
+		iter->ent = saved_ent;
+		iter->ent_size = saved_size;
+		/* the line goes on after the event: drop its newline */
+		while (trace_seq_used(s) > start &&
+		       s->buffer[trace_seq_used(s) - 1] == '\n')
+			s->seq.len--;
+	} else {
+		trace_seq_printf(s, "<event type %u>",
+				 len >= sizeof(*rec) ? rec->type : 0);
+	}
+	text = ktap_dyn(entry, size, entry->__data_loc_post, &len);
+	trace_seq_printf(s, "%.*s", len, text);
+}
+
+/* ftrace's readers (trace, trace_pipe): "output: " as for ktap:output */
+static enum print_line_t ktap_output_event_trace(struct trace_iterator *iter,
+						 int flags,
+						 struct trace_event *event)
+{
+	trace_seq_puts(&iter->seq, "output: ");
+	ktap_format_event(iter, flags, (const void *)iter->ent,
+			  iter->ent_size);
+	trace_seq_putc(&iter->seq, '\n');
+	return trace_handle_return(&iter->seq);
+}
+
+static struct trace_event_functions ktap_output_event_funcs = {
+	.trace		= ktap_output_event_trace,
+};
+
+/**
  * ktap_output_overruns - records the buffer overwrote before they were read
  * @out: the session's output
  *
@@ -221,6 +367,32 @@ u32 ktap_output_max(struct ktap_output *out)
 const char *ktap_output_name(struct ktap_output *out)
 {
 	return out->name;
+}
+
+/* Format a ktap:output_event record for the control descriptor. */
+static void ktap_read_event(struct ktap_output *out,
+			    struct ring_buffer_event *rbe, int cpu, u64 ts,
+			    char *buf, u32 *len)
+{
+	const struct trace_event_raw_output_event *entry;
+	struct trace_iterator *iter = out->iter;
+	u32 n;
+
+	entry = ring_buffer_event_data(rbe);
+	trace_seq_init(&iter->seq);
+	trace_seq_init(&iter->tmp_seq);
+	iter->ent = ring_buffer_event_data(rbe);
+	iter->ent_size = ring_buffer_event_length(rbe);
+	iter->cpu = cpu;
+	iter->ts = ts;
+	trace_event_read_lock();
+	ktap_format_event(iter, 0, entry, iter->ent_size);
+	trace_event_read_unlock();
+	n = min_t(u32, trace_seq_used(&iter->seq), out->max_rec);
+	memcpy(buf, iter->seq.buffer, n);
+	if (entry->nl)
+		buf[n++] = '\n';
+	*len = n;
 }
 
 /**
@@ -258,6 +430,10 @@ bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len)
 		if (!rbe)
 			return false;
 		entry = ring_buffer_event_data(rbe);
+		if (entry->ent.type == event_output_event.event.type) {
+			ktap_read_event(out, rbe, best, best_ts, buf, len);
+			return true;
+		}
 		if (entry->ent.type != event_output.event.type)
 			continue;
 		loc = entry->__data_loc_text;
@@ -323,6 +499,9 @@ void ktap_output_destroy(struct ktap_output *out)
 {
 	if (!out)
 		return;
+	kfree(out->iter->fmt);
+	kvfree(out->iter);
+	out->iter = NULL;
 	guard(mutex)(&ktap_output_lock);
 	trace_array_put(out->tr);
 	if (!out->owned || trace_array_destroy(out->tr) != -EBUSY) {
@@ -334,6 +513,18 @@ void ktap_output_destroy(struct ktap_output *out)
 	out->buffer = NULL;
 	list_move_tail(&out->node, &ktap_doomed);
 	schedule_delayed_work(&ktap_reaper, HZ);
+}
+
+/**
+ * ktap_output_init - give ktap:output_event its output function
+ *
+ * The generated one could only print the text around the event; ours
+ * runs the inner event's output function. Set before any session can
+ * write a record of the type.
+ */
+void ktap_output_init(void)
+{
+	event_output_event.event.funcs = &ktap_output_event_funcs;
 }
 
 /* Module exit: no session exists; remove what readers no longer hold. */

@@ -211,6 +211,39 @@ static void ktap_host_write(void *host, const char *buf, size_t len)
 	ktap_wake_readers(sess);
 }
 
+/**
+ * ktap_host_write_event - host_ops->write_event: a line printing an event
+ * @host: the session
+ * @ev: the event, whose raw record is stored
+ * @pre: text before it
+ * @plen: its length
+ * @post: text after it, ending the line
+ * @qlen: its length
+ *
+ * Any context, NMI included; never sleeps. The event's output function
+ * runs when the line is read (output.c). A line that does not fit one
+ * record is counted in the session's drops.
+ */
+static void ktap_host_write_event(void *host, struct ktap_event *ev,
+				  const char *pre, size_t plen,
+				  const char *post, size_t qlen)
+{
+	struct ktap_session *sess = host;
+	bool nl = this_cpu_read(ktap_probe_depth);
+	const void *rec;
+	u32 rlen;
+
+	if (qlen && post[qlen - 1] == '\n') {
+		nl = true;
+		qlen--;
+	}
+	ev->ops->record(ev, &rec, &rlen);
+	if (!ktap_output_write_event(sess->out, rec, rlen, pre, plen, post,
+				     qlen, nl))
+		atomic_long_inc(&sess->drops);
+	ktap_wake_readers(sess);
+}
+
 static void ktap_host_exit(void *host)
 {
 	ktap_set_exiting(host);
@@ -326,6 +359,7 @@ static int ktap_host_sleep(void *host, u32 ms)
 static const struct ktap_host_ops ktap_host_ops = {
 	.attach	= ktap_host_attach,
 	.write	= ktap_host_write,
+	.write_event = ktap_host_write_event,
 	.exit	= ktap_host_exit,
 	.sleep	= ktap_host_sleep,
 };
@@ -1057,6 +1091,7 @@ static int __init ktap_init(void)
 {
 	int ret;
 
+	ktap_output_init();
 	ktap_dir = tracefs_create_dir("ktap", NULL);
 	if (!ktap_dir) {
 		pr_warn("cannot create tracing/ktap (tracefs unavailable or locked down)\n");

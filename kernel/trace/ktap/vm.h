@@ -191,6 +191,8 @@ struct ktap_ctx {
 	struct ktap_str		*comm;		/* execname() cache */
 	size_t			temp_used;	/* bytes of the temp arena */
 	char			out[KTAP_OUT_SIZE];	/* print/printf record */
+	struct ktap_event	*out_ev;	/* event printed in @out ... */
+	u32			out_ev_at;	/* ... at this offset */
 	char			tmp[KTAP_OUT_SIZE];	/* tostring and friends */
 	char			err[KTAP_ERR_SIZE];
 };
@@ -247,6 +249,13 @@ struct ktap_vm {
 	atomic64_t			drops;
 	atomic64_t			throttled;
 };
+
+/*
+ * An event's output function is not run in NMI context; print(e) and
+ * printf("%s", e) store the event for the reader to format instead.
+ */
+#define KTAP_MSG_NMI_FORMAT \
+	"cannot format event %s in NMI context: print(e) instead of using it as a string"
 
 /* Result of a builtin or runtime helper that ends the run without error. */
 #define KTAP_HALT	1

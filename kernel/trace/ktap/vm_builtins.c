@@ -84,6 +84,8 @@ int ktap_tostring(struct ktap_exec *x, const struct ktap_value *v,
 		if (!ev->ops || !ev->ops->tostring)
 			return ktap_rt_error(x, "event cannot be printed");
 		err = ev->ops->tostring(x->vm, ev, s);
+		if (err == -EPERM)
+			return ktap_rt_error(x, KTAP_MSG_NMI_FORMAT, ev->name);
 		if (err)
 			return ktap_rt_error(x, "cannot print event (%d)", err);
 		break;
@@ -94,14 +96,48 @@ int ktap_tostring(struct ktap_exec *x, const struct ktap_value *v,
 	return 0;
 }
 
+/*
+ * print(e), printf("%s", e): an event whose raw record the session can
+ * store is not formatted here. Its record goes into the output with the
+ * text around it, and the event's own output function formats it when
+ * the line is read, in process context, never in the probe (which may
+ * be NMI). One such event a line; another in the same line is
+ * formatted at once.
+ */
+static int ktap_print_value(struct ktap_exec *x, const struct ktap_value *v,
+			    struct seq_buf *s)
+{
+	const struct ktap_host_ops *ops = x->vm->host_ops;
+	struct ktap_event *ev = v->p;
+
+	if (v->type == KTAP_TEVENT && !x->ctx->out_ev && ev->ops &&
+	    ev->ops->record && ops && ops->write_event &&
+	    !seq_buf_has_overflowed(s)) {
+		x->ctx->out_ev = ev;
+		x->ctx->out_ev_at = seq_buf_used(s);
+		return 0;
+	}
+	return ktap_tostring(x, v, s);
+}
+
 /* Write a record built in ctx->out, making sure it ends with @end. */
 static void ktap_flush(struct ktap_exec *x, struct seq_buf *s, char end)
 {
-	size_t n = seq_buf_used(s);
+	const struct ktap_host_ops *ops = x->vm->host_ops;
+	struct ktap_event *ev = x->ctx->out_ev;
+	size_t n = seq_buf_used(s), at;
 
 	if (end && seq_buf_has_overflowed(s) && n)
 		x->ctx->out[n - 1] = end;
-	ktap_write(x, x->ctx->out, n);
+	if (!ev) {
+		ktap_write(x, x->ctx->out, n);
+		return;
+	}
+	x->ctx->out_ev = NULL;
+	at = min_t(size_t, x->ctx->out_ev_at, n);
+	x->budget -= n / KTAP_OUT_BYTES_PER_UNIT;
+	ops->write_event(x->vm->host, ev, x->ctx->out, at,
+			 x->ctx->out + at, n - at);
 }
 
 static int ktap_bi_print(struct ktap_exec *x, struct ktap_value *ret,
@@ -112,10 +148,11 @@ static int ktap_bi_print(struct ktap_exec *x, struct ktap_value *ret,
 	int err;
 
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	x->ctx->out_ev = NULL;
 	for (i = 0; i < nargs; i++) {
 		if (i)
 			seq_buf_putc(&s, '\t');
-		err = ktap_tostring(x, &args[i], &s);
+		err = ktap_print_value(x, &args[i], &s);
 		if (err)
 			return err;
 	}
@@ -166,6 +203,8 @@ static int ktap_format_one(struct ktap_exec *x, struct seq_buf *s,
 	case 's':
 		if (!v)
 			return ktap_bad_arg(x, argn, "printf", "value", v);
+		if (k == 1 && v->type == KTAP_TEVENT)
+			return ktap_print_value(x, v, s);
 		strscpy(spec + k, "s", 2);
 		if (v->type == KTAP_TSTR) {
 			seq_buf_printf(s, spec, v->s->data);
@@ -247,6 +286,7 @@ static int ktap_bi_printf(struct ktap_exec *x, struct ktap_value *ret,
 	if (args[0].type != KTAP_TSTR)
 		return ktap_bad_arg(x, 1, "printf", "string", &args[0]);
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	x->ctx->out_ev = NULL;
 	err = ktap_format(x, &s, args[0].s, args + 1, nargs - 1);
 	if (err)
 		return err;

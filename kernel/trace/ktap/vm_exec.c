@@ -573,6 +573,8 @@ int ktap_event_tostring(struct ktap_exec *x, struct ktap_event *ev,
 		return ktap_rt_error(x, "event cannot be printed");
 	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
 	err = ev->ops->tostring(x->vm, ev, &s);
+	if (err == -EPERM)
+		return ktap_rt_error(x, KTAP_MSG_NMI_FORMAT, ev->name);
 	if (err)
 		return ktap_rt_error(x, "cannot print event (%d)", err);
 	str = ktap_str_temp(x, x->ctx->tmp, seq_buf_used(&s));

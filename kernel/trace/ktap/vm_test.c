@@ -255,9 +255,21 @@ static int fake_sleep(void *host, u32 ms)
 	return h->sleep_ret;
 }
 
+/* A printed event that the host stores is shown as [name]. */
+static void fake_write_event(void *host, struct ktap_event *ev,
+			     const char *pre, size_t plen,
+			     const char *post, size_t qlen)
+{
+	struct fake_host *h = host;
+
+	seq_buf_printf(&h->out, "%.*s[%s]%.*s", (int)plen, pre, ev->name,
+		       (int)qlen, post);
+}
+
 static const struct ktap_host_ops fake_ops = {
 	.attach	= fake_attach,
 	.write	= fake_write,
+	.write_event = fake_write_event,
 	.exit	= fake_exit,
 	.sleep	= fake_sleep,
 };
@@ -1767,6 +1779,7 @@ static void t_rterr(struct kunit *test)
 struct fake_event {
 	struct ktap_event	ev;
 	s64			retval;
+	bool			nmi;	/* tostring refuses, as in NMI */
 };
 
 static int fe_field(struct ktap_vm *vm, struct ktap_event *ev,
@@ -1816,6 +1829,29 @@ static const struct ktap_event_ops fe_ops = {
 	.field		= fe_field,
 	.field_at	= fe_field_at,
 	.tostring	= fe_tostring,
+	.arg		= fe_arg,
+	.set_retval	= fe_set_retval,
+};
+
+static int fe_rec_tostring(struct ktap_vm *vm, struct ktap_event *ev,
+			   struct seq_buf *s)
+{
+	if (container_of(ev, struct fake_event, ev)->nmi)
+		return -EPERM;
+	return fe_tostring(vm, ev, s);
+}
+
+static void fe_record(struct ktap_event *ev, const void **rec, u32 *size)
+{
+	*rec = ev->name;
+	*size = strlen(ev->name);
+}
+
+/* An event with a raw record, as tracepoints have. */
+static const struct ktap_event_ops fe_rec_ops = {
+	.field		= fe_field,
+	.tostring	= fe_rec_tostring,
+	.record		= fe_record,
 	.arg		= fe_arg,
 	.set_retval	= fe_set_retval,
 };
@@ -1884,6 +1920,50 @@ static void t_event(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, vm->globals[0].type, KTAP_TSTR);
 	KUNIT_EXPECT_TRUE(test, vm->globals[0].s->interned);
 	KUNIT_EXPECT_STREQ(test, vm->globals[0].s->data, "sys_x");
+}
+
+/*
+ * print(e) and printf("%s", e) of an event with a raw record hand it to
+ * the host with the text around it instead of formatting it; a second
+ * one in the same line, and a width, are formatted at once; formatting
+ * refused (NMI) is a runtime error that says what to do.
+ */
+static void t_event_deferred(struct kunit *test)
+{
+	struct fake_event fe = { .ev = { .ops = &fe_rec_ops, .name = "tp" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+
+	tb_main_attach(tb, KTAP_PROBE_TRACEPOINT);
+	tb_func(tb, 0, 1, 8);
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "p")));
+	tb_emit(tb, I(MOVE, 3, 0, 0));
+	tb_emit(tb, IBX(LOADK, 4, tb_kstr(tb, "q")));
+	tb_emit(tb, I(MOVE, 5, 0, 0));
+	tb_emit(tb, I(CALLB, 1, 4, tb_builtin(tb, "print")));
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "%d %s|%6s!\n")));
+	tb_emit(tb, IBX(LOADI, 3, 5));
+	tb_emit(tb, I(MOVE, 4, 0, 0));
+	tb_emit(tb, IBX(LOADK, 5, tb_kstr(tb, "ab")));
+	tb_emit(tb, I(CALLB, 1, 4, tb_builtin(tb, "printf")));
+	tb_emit(tb, I(GETFIELD, 1, 0, tb_kstr(tb, "tostring")));
+	tb_emit(tb, I(CALL, 1, 0, 1));
+	tb_emit(tb, I(MOVE, 3, 1, 0));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, "print")));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+
+	vm = t_attach(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "p\t[tp]\tq\ttp(a: 1)\n5 [tp]|    ab!\ntp(a: 1)\n");
+
+	/* in NMI the second event of the first line cannot be formatted */
+	seq_buf_clear(&h->out);
+	fe.nmi = true;
+	KUNIT_EXPECT_LT(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(fake_text(h),
+					   "cannot format event tp in NMI context"));
 }
 
 static void t_event_errors(struct kunit *test)
@@ -2859,6 +2939,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_PARAM(t_prog, prog_gen_params),
 	KUNIT_CASE_PARAM(t_rterr, rterr_gen_params),
 	KUNIT_CASE(t_event),
+	KUNIT_CASE(t_event_deferred),
 	KUNIT_CASE(t_event_errors),
 	KUNIT_CASE(t_event_nofield),
 	KUNIT_CASE(t_budget_handler),

@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 30
+ktap_set_plan 31
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -782,6 +782,66 @@ else
 	ktap_print_msg "4 KiB: '$small' dropped; 1024 KiB: '$large'"
 	ktap_print_msg "$(cat "$T/ktap-small.err" "$T/ktap-large.err")"
 	ktap_test_fail "buffer_size_kb of the instance changes the drop figure"
+fi
+
+# 31. a printed event is stored as its raw record and formatted when
+# read, by the event's own output function: cat trace, the tool and
+# e.tostring() as a value print the same text; trace-cmd, which cannot
+# run kernel output functions, shows the record's place; a profile
+# handler prints its event too
+cat > "$T/evprint.kp" <<'EOF'
+trace syscalls:sys_enter_getppid {
+	printf("pid %d %s", pid(), e.tostring())
+	var s = e.tostring()
+	print("value", s)
+}
+profile-2ms {
+	if (!done) {
+		done = 1
+		print("profile", e)
+	}
+}
+EOF
+I=$INSTANCES/ktap-ev
+"$KTAP" -N -I ktap-ev "$T/evprint.kp" > /dev/null 2> "$T/ev.err" &
+k=$!
+if wait_dir "$I"; then
+	i=0
+	while [ $i -lt 50 ] && ! grep -q "output: profile" "$I/trace"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	sh -c ':'
+	tr=$(grep -v '^#' "$I/trace")
+	tc=
+	if command -v trace-cmd > /dev/null; then
+		tc=$(trace-cmd show -B ktap-ev 2>&1 | grep -c "output: pid")
+		(cd "$T" && trace-cmd extract -B ktap-ev -o "$T/ev.dat" > /dev/null 2>&1)
+		tcr=$(trace-cmd report -i "$T/ev.dat" 2>&1 | grep -c "output_event:.*pid [0-9]* <event>")
+	fi
+fi
+interrupt_ktap $k
+"$KTAP" "$T/evprint.kp" > "$T/ev.out" 2>&1 &
+k=$!
+i=0
+while [ $i -lt 300 ] && ! grep -q "^profile" "$T/ev.out"; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sh -c ':'
+sleep 0.5
+interrupt_ktap $k
+if echo "$tr" | grep -q "output: pid [0-9]* sys_getppid()$" &&
+   echo "$tr" | grep -q "output: value	sys_getppid()$" &&
+   echo "$tr" | grep -q "output: profile	" &&
+   grep -q "^pid [0-9]* sys_getppid()$" "$T/ev.out" &&
+   { [ -z "$tc" ] || { [ "$tc" -ge 1 ] && [ "$tcr" -ge 1 ]; }; }; then
+	ktap_test_pass "print of an event formatted when read: trace, tool, trace-cmd (${tc:-no} shown, ${tcr:-no} reported)"
+else
+	ktap_print_msg "trace: $tr"
+	ktap_print_msg "tool: $(cat "$T/ev.out")"
+	ktap_print_msg "trace-cmd show: '$tc', report: '$tcr'; $(cat "$T/ev.err")"
+	ktap_test_fail "a printed event is formatted when read"
 fi
 
 ktap_finished
