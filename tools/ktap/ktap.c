@@ -67,7 +67,7 @@ static void usage(FILE *f)
 	      "  -d         dry run: attach the probes, run no handler\n"
 	      "  -B N       instruction budget of one handler run (default 100000)\n"
 	      "  -M KB      session memory in KiB (default 4096)\n"
-	      "  -R KB      output ring buffer per CPU in KiB (default 512)\n"
+	      "  -R KB      output ring buffer per CPU in KiB (default 1024)\n"
 	      "  -I NAME    name the tracing instance of the output\n"
 	      "             (default ktap-<session id>); an instance that\n"
 	      "             exists (mkdir, trace-cmd) is written into and kept\n"
