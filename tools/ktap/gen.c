@@ -441,8 +441,8 @@ static void gen_call_n(struct kp_gen *G, struct kp_node *n, int r, int nres)
 		at(G, n);
 		emit_abc(G, KTAP_OP_CALL, base, nargs, nres);
 	} else if (n->builtin >= 0) {
-		if (n->builtin == kp_builtin_find("print") ||
-		    n->builtin == kp_builtin_find("printf"))
+		if (!strcmp(kp_builtin_name(n->builtin), "print") ||
+		    !strcmp(kp_builtin_name(n->builtin), "printf"))
 			print_events(n);
 		nargs = args_to_regs(G, n->list, spreads(n->builtin));
 		at(G, n);

@@ -186,6 +186,36 @@ err_put:
 	return ERR_PTR(ret);
 }
 
+/*
+ * Reserve a record of @size bytes of event type @type and fill in its
+ * ftrace header; the caller fills the rest and commits. Any context.
+ */
+static void *ktap_reserve(struct ktap_output *out, u16 type, u32 size)
+{
+	struct ring_buffer_event *rbe;
+	struct trace_entry *ent;
+
+	rbe = ring_buffer_lock_reserve(out->buffer, size);
+	if (!rbe)
+		return NULL;
+	ent = ring_buffer_event_data(rbe);
+	tracing_generic_entry_update(ent, type, tracing_gen_ctx());
+	return ent;
+}
+
+/*
+ * Fill a __dynamic_array of @ent at byte @off: its data_loc (length in
+ * the high half, offset in the low) and @len bytes of @src; @off moves
+ * past them. ktap_dyn() reads it back.
+ */
+static void ktap_put_dyn(void *ent, u32 *loc, u32 *off, const void *src,
+			 u32 len)
+{
+	*loc = (len << 16) | *off;
+	memcpy((char *)ent + *off, src, len);
+	*off += len;
+}
+
 /**
  * ktap_output_write - append one record
  * @out: the session's output
@@ -201,20 +231,14 @@ err_put:
 bool ktap_output_write(struct ktap_output *out, const char *text, u32 len,
 		       bool nl)
 {
+	u32 off = offsetof(struct trace_event_raw_output, __data);
 	struct trace_event_raw_output *entry;
-	struct ring_buffer_event *rbe;
 
-	rbe = ring_buffer_lock_reserve(out->buffer, sizeof(*entry) + len);
-	if (!rbe)
+	entry = ktap_reserve(out, event_output.event.type, off + len);
+	if (!entry)
 		return false;
-	entry = ring_buffer_event_data(rbe);
-	tracing_generic_entry_update(&entry->ent, event_output.event.type,
-				     tracing_gen_ctx());
 	entry->nl = nl;
-	/* __dynamic_array: length in the high half, offset in the low */
-	entry->__data_loc_text = (len << 16) |
-				 offsetof(struct trace_event_raw_output, __data);
-	memcpy(entry->__data, text, len);
+	ktap_put_dyn(entry, &entry->__data_loc_text, &off, text, len);
 	ring_buffer_unlock_commit(out->buffer);
 	return true;
 }
@@ -241,29 +265,19 @@ bool ktap_output_write_event(struct ktap_output *out, const void *rec,
 			     u32 rlen, const char *pre, u32 plen,
 			     const char *post, u32 qlen, bool nl)
 {
-	struct trace_event_raw_output_event *entry;
-	struct ring_buffer_event *rbe;
 	u32 off = offsetof(struct trace_event_raw_output_event, __data);
+	struct trace_event_raw_output_event *entry;
 
 	if ((u64)rlen + plen + qlen > out->max_rec)
 		return false;
-	rbe = ring_buffer_lock_reserve(out->buffer,
-				       sizeof(*entry) + rlen + plen + qlen);
-	if (!rbe)
+	entry = ktap_reserve(out, event_output_event.event.type,
+			     off + rlen + plen + qlen);
+	if (!entry)
 		return false;
-	entry = ring_buffer_event_data(rbe);
-	tracing_generic_entry_update(&entry->ent, event_output_event.event.type,
-				     tracing_gen_ctx());
 	entry->nl = nl;
-	/* __dynamic_array: length in the high half, offset in the low */
-	entry->__data_loc_rec = (rlen << 16) | off;
-	memcpy((char *)entry + off, rec, rlen);
-	off += rlen;
-	entry->__data_loc_pre = (plen << 16) | off;
-	memcpy((char *)entry + off, pre, plen);
-	off += plen;
-	entry->__data_loc_post = (qlen << 16) | off;
-	memcpy((char *)entry + off, post, qlen);
+	ktap_put_dyn(entry, &entry->__data_loc_rec, &off, rec, rlen);
+	ktap_put_dyn(entry, &entry->__data_loc_pre, &off, pre, plen);
+	ktap_put_dyn(entry, &entry->__data_loc_post, &off, post, qlen);
 	ring_buffer_unlock_commit(out->buffer);
 	return true;
 }
@@ -382,7 +396,7 @@ static void ktap_read_event(struct ktap_output *out,
 	entry = ring_buffer_event_data(rbe);
 	trace_seq_init(&iter->seq);
 	trace_seq_init(&iter->tmp_seq);
-	iter->ent = ring_buffer_event_data(rbe);
+	iter->ent = (struct trace_entry *)entry;
 	iter->ent_size = ring_buffer_event_length(rbe);
 	iter->cpu = cpu;
 	iter->ts = ts;
@@ -397,12 +411,12 @@ static void ktap_read_event(struct ktap_output *out,
 }
 
 /*
- * Records of all CPUs in timestamp order. Peeking at every CPU for each
- * record cost the reader more than the rest of its work, so it stays on
- * the CPU that holds the oldest record while that CPU's records are
- * older than the oldest of the others, for up to KTAP_READ_BATCH
- * records before it looks at all CPUs again. A record written on
- * another CPU meanwhile is newer than those.
+ * Records of all CPUs in timestamp order. Peeking at every CPU for
+ * every record would take each CPU's reader lock per record, so the
+ * reader stays on the CPU that holds the oldest record while that CPU's
+ * records are older than the oldest of the others, for up to
+ * KTAP_READ_BATCH records before it looks at all CPUs again. A record
+ * written on another CPU meanwhile is newer than those.
  */
 #define KTAP_READ_BATCH	256
 
@@ -457,9 +471,10 @@ bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len)
 {
 	const struct trace_event_raw_output *entry;
 	struct ring_buffer_event *rbe;
+	const char *text;
 	int cpu;
 	u64 ts;
-	u32 loc, n;
+	u32 n;
 
 	for (;;) {
 		rbe = ktap_next_event(out, &cpu, &ts);
@@ -472,10 +487,10 @@ bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len)
 		}
 		if (entry->ent.type != event_output.event.type)
 			continue;
-		loc = entry->__data_loc_text;
-		n = min3(loc >> 16, out->max_rec,
-			 ring_buffer_event_length(rbe) - (loc & 0xffff));
-		memcpy(buf, (const char *)entry + (loc & 0xffff), n);
+		text = ktap_dyn(entry, ring_buffer_event_length(rbe),
+				entry->__data_loc_text, &n);
+		n = min(n, out->max_rec);
+		memcpy(buf, text, n);
 		if (entry->nl)
 			buf[n++] = '\n';
 		*len = n;

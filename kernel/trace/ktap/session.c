@@ -168,6 +168,20 @@ static void ktap_set_exiting(struct ktap_session *sess)
 
 DEFINE_PER_CPU(int, ktap_probe_depth);
 
+/*
+ * A record's final newline is a flag, not text, since ftrace's readers
+ * print a record as a line. Output of a probe handler always ends its
+ * line. Takes the newline off @buf's @len; returns the flag.
+ */
+static bool ktap_line_end(const char *buf, size_t *len)
+{
+	if (*len && buf[*len - 1] == '\n') {
+		(*len)--;
+		return true;
+	}
+	return this_cpu_read(ktap_probe_depth);
+}
+
 /**
  * ktap_host_write - host_ops->write: append output
  * @host: the session
@@ -185,31 +199,20 @@ DEFINE_PER_CPU(int, ktap_probe_depth);
 static void ktap_host_write(void *host, const char *buf, size_t len)
 {
 	struct ktap_session *sess = host;
-	bool nl = len && buf[len - 1] != '\n' &&
-		  this_cpu_read(ktap_probe_depth);
+	u32 n, max = ktap_output_max(sess->out);
+	bool nl;
 
-	/* a record's final newline is a flag: trace prints lines */
-	if (len && buf[len - 1] == '\n') {
-		nl = true;
-		len--;
-		if (!len) {
-			if (!ktap_output_write(sess->out, "", 0, true))
-				atomic_long_inc(&sess->drops);
-			ktap_wake_readers(sess);
-			return;
-		}
-	}
-
-	u32 max = ktap_output_max(sess->out);
-
-	while (len) {
-		u32 n = min_t(size_t, len, max);
-
+	if (!len)
+		return;
+	nl = ktap_line_end(buf, &len);
+	/* once, for a line that was only its newline */
+	do {
+		n = min_t(size_t, len, max);
 		if (!ktap_output_write(sess->out, buf, n, nl && n == len))
 			atomic_long_inc(&sess->drops);
 		buf += n;
 		len -= n;
-	}
+	} while (len);
 	ktap_wake_readers(sess);
 }
 
@@ -231,14 +234,10 @@ static void ktap_host_write_event(void *host, struct ktap_event *ev,
 				  const char *post, size_t qlen)
 {
 	struct ktap_session *sess = host;
-	bool nl = this_cpu_read(ktap_probe_depth);
+	bool nl = ktap_line_end(post, &qlen);
 	const void *rec;
 	u32 rlen;
 
-	if (qlen && post[qlen - 1] == '\n') {
-		nl = true;
-		qlen--;
-	}
 	ev->ops->record(ev, &rec, &rlen);
 	if (!ktap_output_write_event(sess->out, rec, rlen, pre, plen, post,
 				     qlen, nl))

@@ -19,6 +19,14 @@
 #include "../kselftest.h"
 #include "ktap_image.h"
 
+/* A failed condition of a test is printed and counted in its `fails`. */
+#define CHECK(cond, ...) do {					\
+		if (!(cond)) {					\
+			ksft_print_msg(__VA_ARGS__);		\
+			fails++;				\
+		}						\
+	} while (0)
+
 static int open_control(void)
 {
 	return open(KTAP_CONTROL, O_RDWR | O_CLOEXEC);
@@ -163,13 +171,6 @@ static void test_abi_sizes(void)
 	void *img = ki_hello("sizes", &len);
 	int fd = open_control(), fails = 0, r;
 
-#define CHECK(cond, ...) do {					\
-		if (!(cond)) {					\
-			ksft_print_msg(__VA_ARGS__);		\
-			fails++;				\
-		}						\
-	} while (0)
-
 	memset(&bigv, 0xff, sizeof(bigv));
 	bigv.v.size = sizeof(bigv);
 	r = ioctl(fd, _IOWR(KTAP_IOC_MAGIC, 0x00, typeof(bigv)), &bigv);
@@ -239,7 +240,6 @@ static void test_abi_sizes(void)
 	CHECK(r == -1 && errno == ENOTTY, "unknown number: r %d\n", r);
 	r = ioctl(fd, _IO(KTAP_IOC_MAGIC + 1, 0x02));
 	CHECK(r == -1 && errno == ENOTTY, "other magic: r %d\n", r);
-#undef CHECK
 	close(fd);
 	free(img);
 	ksft_test_result(!fails,
@@ -639,13 +639,6 @@ static void test_instance(void)
 	int fd = open_control(), pfd = -1, fails = 0, r, tfd;
 	ssize_t n = 0;
 
-#define CHECK(cond, ...) do {					\
-		if (!(cond)) {					\
-			ksft_print_msg(__VA_ARGS__);		\
-			fails++;				\
-		}						\
-	} while (0)
-
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.image = (uintptr_t)img;
@@ -724,7 +717,6 @@ static void test_instance(void)
 	CHECK(r == -1 && errno == EINVAL, "name a/b: r %d %s\n", r,
 	      strerror(errno));
 	close(fd);
-#undef CHECK
 	free(img);
 	ksft_test_result(!fails, "output in tracing/instances: trace, trace_pipe, format, removal, a user's instance kept\n");
 }
