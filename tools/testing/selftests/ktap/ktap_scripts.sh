@@ -656,42 +656,35 @@ else
 	ktap_test_skip "no $MAXS"
 fi
 
-# wait_dir DIR: up to 30 s for a directory to appear
-wait_dir() {
-	local i=0
+# wait_until SECS CMD...: run CMD every 0.1 s until it succeeds, for up
+# to SECS seconds; its last status
+wait_until() {
+	local i=0 n=$(($1 * 10))
 
-	while [ $i -lt 300 ] && [ ! -d "$1" ]; do
+	shift
+	until "$@"; do
+		[ $i -ge $n ] && return 1
 		sleep 0.1
 		i=$((i + 1))
 	done
-	[ -d "$1" ]
-}
-
-# gone_within DIR SECS: wait for a directory to go
-gone_within() {
-	local i=0
-
-	while [ $i -lt $(($2 * 10)) ] && [ -d "$1" ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ ! -d "$1" ]
 }
 
 # 28. -N leaves the output to the instance's readers: cat trace_pipe
-# receives every record while the tool runs, in order
+# receives every record while the tool runs, in order (the session
+# lasts 5 s so that a slow guest starts cat before it ends)
 cat > "$T/ticks.kp" <<'EOF'
 var n = 0
 tick-100ms {
 	n = n + 1
-	printf("tick line %d\n", n)
-	if (n == 20) { exit() }
+	if (n <= 20) { printf("tick line %d\n", n) }
+	if (n == 50) { exit() }
 }
 EOF
 I=$INSTANCES/ktap-cat
 "$KTAP" -N -I ktap-cat "$T/ticks.kp" > "$T/n.out" 2> "$T/n.err" &
 k=$!
-if wait_dir "$I"; then
+# tracefs shows the instance's directory before the files in it
+if wait_until 30 test -e "$I/trace_pipe"; then
 	timeout 15 cat "$I/trace_pipe" > "$T/pipe.out" &
 	c=$!
 	wait $k
@@ -702,7 +695,7 @@ if wait_dir "$I"; then
 	want=$(seq 1 20 | tr '\n' ' ')
 	if [ $krc = 0 ] && [ "$got" = "$want" ] && [ ! -s "$T/n.out" ] &&
 	   grep -q "output in tracing/instances/ktap-cat" "$T/n.err" &&
-	   gone_within "$I" 5; then
+	   wait_until 5 test ! -d "$I"; then
 		ktap_test_pass "-N -I ktap-cat: cat trace_pipe of the instance read ticks 1-20"
 	else
 		ktap_print_msg "rc $krc; cat got '$got'; tool: $(cat "$T/n.out" "$T/n.err")"
@@ -730,18 +723,14 @@ EOF
 	I=$INSTANCES/ktap-tc
 	"$KTAP" -N -I ktap-tc "$T/tc.kp" > /dev/null 2> "$T/tc.err" &
 	k=$!
-	i=0
-	while [ $i -lt 300 ] && ! grep -q "for trace-cmd 10" "$I/trace" 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_until 30 grep -qs "for trace-cmd 10" "$I/trace"
 	show=$(trace-cmd show -B ktap-tc 2>&1 | grep -c "output: for trace-cmd")
 	(cd "$T" && trace-cmd extract -B ktap-tc -o "$T/tc.dat" > "$T/tc.log" 2>&1)
 	rep=$(trace-cmd report -i "$T/tc.dat" 2>&1 | grep "for trace-cmd" |
 	      sed 's/.*for trace-cmd //' | tr '\n' ' ')
 	interrupt_ktap $k
 	if [ "$show" = 10 ] && [ "$rep" = "$(seq 1 10 | tr '\n' ' ')" ] &&
-	   gone_within "$I" 5; then
+	   wait_until 5 test ! -d "$I"; then
 		ktap_test_pass "trace-cmd show and extract -B ktap-tc: 10 records each"
 	else
 		ktap_print_msg "show: $show lines; report: '$rep'"
@@ -768,7 +757,7 @@ burst() {
 
 	"$KTAP" -N -I "$name" -R 4 "$T/burst.kp" > /dev/null 2> "$T/$name.err" &
 	local k=$!
-	if wait_dir "$INSTANCES/$name" && [ -n "$kb" ]; then
+	if wait_until 30 test -e "$INSTANCES/$name/buffer_size_kb" && [ -n "$kb" ]; then
 		echo "$kb" > "$INSTANCES/$name/buffer_size_kb"
 	fi
 	wait $k
@@ -805,12 +794,8 @@ EOF
 I=$INSTANCES/ktap-ev
 "$KTAP" -N -I ktap-ev "$T/evprint.kp" > /dev/null 2> "$T/ev.err" &
 k=$!
-if wait_dir "$I"; then
-	i=0
-	while [ $i -lt 50 ] && ! grep -q "output: profile" "$I/trace"; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+if wait_until 30 test -e "$I/trace"; then
+	wait_until 5 grep -q "output: profile" "$I/trace"
 	sh -c ':'
 	tr=$(grep -v '^#' "$I/trace")
 	tc=
@@ -823,11 +808,7 @@ fi
 interrupt_ktap $k
 "$KTAP" "$T/evprint.kp" > "$T/ev.out" 2>&1 &
 k=$!
-i=0
-while [ $i -lt 300 ] && ! grep -q "^profile" "$T/ev.out"; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_until 30 grep -q "^profile" "$T/ev.out"
 sh -c ':'
 sleep 0.5
 interrupt_ktap $k
