@@ -318,7 +318,7 @@ struct ktap_bc_probe {
 	__u32	type;			/* enum ktap_probe_type */
 	__u32	flags;			/* KTAP_PROBE_F_* */
 	__u32	spec;			/* strtab: event definition as written */
-	__u32	target;			/* strtab: symbol or path, or NO_STR */
+	__u32	target;			/* strtab: see the types; NO_STR only for timer, profile, end */
 	__u64	arg;
 	__u32	__reserved[4];		/* must be 0 */
 };

@@ -2163,11 +2163,6 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 				 spec);
 			return -EPERM;
 		}
-		fallthrough;
-	case KTAP_PROBE_UPROBE:
-		if (!ktap_vm_str(vm, bp->target))
-			return ktap_log(log, log_size,
-					"probe '%s': no target\n", spec);
 		break;
 	case KTAP_PROBE_TIMER:
 	case KTAP_PROBE_PROFILE:
@@ -2176,6 +2171,7 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 					"probe '%s': period must be between 10us and 1h\n",
 					spec);
 		break;
+	case KTAP_PROBE_UPROBE:
 	case KTAP_PROBE_END:
 		break;
 	default:

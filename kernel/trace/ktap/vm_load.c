@@ -90,6 +90,7 @@ const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT] = {
 	C(LINES,	"line table does not match the code"),		\
 	C(BUDGET,	"instruction budget above KTAP_MAX_INSN_BUDGET"), \
 	C(OVERRIDE,	"only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)"), \
+	C(TARGET,	"a tracepoint, kprobe or uprobe needs a target"), \
 	C(NOMEM,	"out of memory")
 
 #undef C
@@ -477,6 +478,19 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 	return 0;
 }
 
+/* What a probe attaches to is named by its target, except for these. */
+static bool ktap_probe_needs_target(const struct ktap_bc_probe *pr)
+{
+	switch (pr->type) {
+	case KTAP_PROBE_TIMER:
+	case KTAP_PROBE_PROFILE:
+	case KTAP_PROBE_END:
+		return false;
+	default:
+		return true;
+	}
+}
+
 static int ktap_check_probes(struct ktap_loader *ld)
 {
 	const struct ktap_vm *vm = ld->vm;
@@ -499,6 +513,8 @@ static int ktap_check_probes(struct ktap_loader *ld)
 		if (!ktap_optname_ok(vm, pr->spec) ||
 		    !ktap_optname_ok(vm, pr->target))
 			return ktap_reject(ld, KTAP_VERR_NAME, "probe %u", i);
+		if (pr->target == KTAP_BC_NO_STR && ktap_probe_needs_target(pr))
+			return ktap_reject(ld, KTAP_VERR_TARGET, "probe %u", i);
 	}
 	return 0;
 }

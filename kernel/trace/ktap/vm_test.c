@@ -104,7 +104,7 @@ static u32 tb_probe(struct tb *tb, u32 type)
 {
 	tb->probes[tb->nprobes] = (struct ktap_bc_probe){
 		.type = type, .spec = tb_name(tb, "tp:test"),
-		.target = KTAP_BC_NO_STR,
+		.target = tb_name(tb, "test:test"),
 	};
 	return tb->nprobes++;
 }
@@ -627,6 +627,16 @@ static void m_override_tp(struct tb *tb)
 		KTAP_PROBE_F_OVERRIDE;
 }
 
+static void m_notarget(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_TRACEPOINT)].target = KTAP_BC_NO_STR;
+}
+
+static void m_notarget_uprobe(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_UPROBE)].target = KTAP_BC_NO_STR;
+}
+
 static void m_mainonly(struct tb *tb)
 {
 	tb_probe(tb, KTAP_PROBE_END);
@@ -868,6 +878,10 @@ static const struct verr_case verr_cases[] = {
 	  "proto 1 insn 0 (ITERNEXT): jump target out of range" },
 	{ "override on a tracepoint", m_override_tp, NULL, -EINVAL,
 	  "probe 0: only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)" },
+	{ "tracepoint without a target", m_notarget, NULL, -EINVAL,
+	  "probe 0: a tracepoint, kprobe or uprobe needs a target" },
+	{ "uprobe without a target", m_notarget_uprobe, NULL, -EINVAL,
+	  "probe 0: a tracepoint, kprobe or uprobe needs a target" },
 	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
 	{ "probe flags", m_pflags, NULL, -EINVAL, "probe 0: unknown flags" },
 	{ "probe reserved", m_presv2, NULL, -EINVAL, "probe 0: reserved field is not zero" },

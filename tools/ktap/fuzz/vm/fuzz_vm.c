@@ -436,8 +436,8 @@ static void fuzz_check_image(struct ktap_vm *vm)
 			fuzz_bug("probe %u: spec not readable", i);
 		sum += s ? strlen(s) : 0;
 		s = ktap_vm_str(vm, bp->target);
-		if (bp->type == KTAP_PROBE_TRACEPOINT && !s)
-			fuzz_bug("probe %u: no SYSTEM:EVENT target", i);
+		if (bp->type <= KTAP_PROBE_UPROBE && !s)
+			fuzz_bug("probe %u: type %u and no target", i, bp->type);
 		sum += s ? strlen(s) : 0;
 	}
 	/* what events.c reads to resolve the fields at attach */
