@@ -643,12 +643,7 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 
 /* ---- ELF symbols for uprobes ---- */
 
-struct kp_elf {
-	const unsigned char	*map;
-	size_t			size;
-};
-
-static int elf_open(struct kp_elf *e, const char *path, const char **why)
+int kp_elf_open(struct kp_elf *e, const char *path, const char **why)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY);
@@ -690,7 +685,7 @@ static int elf_open(struct kp_elf *e, const char *path, const char **why)
 	return 0;
 }
 
-static void elf_close(struct kp_elf *e)
+void kp_elf_close(struct kp_elf *e)
 {
 	if (e->map)
 		munmap((void *)e->map, e->size);
@@ -700,9 +695,10 @@ static void elf_close(struct kp_elf *e)
  * Walk the function symbols of .symtab and .dynsym. @fn returns nonzero
  * to stop. Every offset is bounds-checked: the file may be hostile.
  */
-static int elf_syms(struct kp_elf *e,
-		    int (*fn)(void *arg, const char *name, uint64_t value),
-		    void *arg)
+int kp_elf_syms(struct kp_elf *e,
+		int (*fn)(void *arg, const char *name, uint64_t value,
+			  uint64_t size),
+		void *arg)
 {
 	const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->map;
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(e->map + h->e_shoff);
@@ -735,7 +731,7 @@ static int elf_syms(struct kp_elf *e,
 			       sym[j].st_name;
 			if (!memchr(name, '\0', str->sh_size - sym[j].st_name))
 				continue;
-			if (fn(arg, name, sym[j].st_value))
+			if (fn(arg, name, sym[j].st_value, sym[j].st_size))
 				return 1;
 		}
 	}
@@ -768,11 +764,13 @@ struct sym_find {
 	int		suggest;	/* second pass: find the closest name */
 };
 
-static int sym_find_cb(void *arg, const char *name, uint64_t value)
+static int sym_find_cb(void *arg, const char *name, uint64_t value,
+		       uint64_t size)
 {
 	struct sym_find *f = arg;
 	int d;
 
+	(void)size;
 	if (!strcmp(name, f->want)) {
 		f->value = value;
 		return 1;
@@ -849,28 +847,28 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 				 "expected a symbol name (no wildcards in uprobes)");
 			return 0;
 		}
-		if (elf_open(&elf, path, &why)) {
+		if (kp_elf_open(&elf, path, &why)) {
 			snprintf(msg, sizeof(msg), "%s: %s", path, why);
 			kp_error(S, line, col, KP_E_UPROBE, spec, msg);
 			return 0;
 		}
-		if (!elf_syms(&elf, sym_find_cb, &f)) {
+		if (!kp_elf_syms(&elf, sym_find_cb, &f)) {
 			f.suggest = 1;
-			elf_syms(&elf, sym_find_cb, &f);
+			kp_elf_syms(&elf, sym_find_cb, &f);
 			kp_suggest(sug, sizeof(sug), sym, f.best);
 			snprintf(msg, sizeof(msg), "no function '%s' in %s%s",
 				 sym, path, sug);
-			elf_close(&elf);
+			kp_elf_close(&elf);
 			kp_error(S, line, col, KP_E_UPROBE, spec, msg);
 			return 0;
 		}
 		if (elf_vaddr_off(&elf, f.value, &off)) {
-			elf_close(&elf);
+			kp_elf_close(&elf);
 			kp_error(S, line, col, KP_E_UPROBE, spec,
 				 "symbol is not in an executable segment");
 			return 0;
 		}
-		elf_close(&elf);
+		kp_elf_close(&elf);
 	}
 	memset(&p, 0, sizeof(p));
 	p.type = KTAP_PROBE_UPROBE;
@@ -1056,11 +1054,13 @@ struct kp_symlist {
 	struct kp_arena	a;
 };
 
-static int list_cb(void *arg, const char *name, uint64_t value)
+static int list_cb(void *arg, const char *name, uint64_t value,
+		   uint64_t size)
 {
 	struct kp_symlist *sl = arg;
 
 	(void)value;
+	(void)size;
 	names_add(&sl->a, &sl->l, name);
 	return 0;
 }
@@ -1072,12 +1072,12 @@ int kp_elf_list(const char *path)
 	const char *why;
 	uint32_t i;
 
-	if (elf_open(&elf, path, &why)) {
+	if (kp_elf_open(&elf, path, &why)) {
 		fprintf(stderr, "ktap: %s: %s\n", path, why);
 		return 1;
 	}
-	elf_syms(&elf, list_cb, &st);
-	elf_close(&elf);
+	kp_elf_syms(&elf, list_cb, &st);
+	kp_elf_close(&elf);
 	names_sort(&st.l);
 	for (i = 0; i < st.l.n; i++)
 		if (!i || strcmp(st.l.v[i], st.l.v[i - 1]))
@@ -1096,7 +1096,7 @@ int kp_sdt_list(const char *path)
 	uint32_t i;
 	int found = 0;
 
-	if (elf_open(&elf, path, &why)) {
+	if (kp_elf_open(&elf, path, &why)) {
 		fprintf(stderr, "ktap: %s: %s\n", path, why);
 		return 1;
 	}
@@ -1135,7 +1135,7 @@ int kp_sdt_list(const char *path)
 			p = desc + dsz;
 		}
 	}
-	elf_close(&elf);
+	kp_elf_close(&elf);
 	if (!found)
 		fprintf(stderr, "ktap: %s: no SDT markers\n", path);
 	return 0;

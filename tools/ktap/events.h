@@ -62,6 +62,19 @@ int kp_events_list(const char *glob);
 int kp_check_kfuncs(struct kp_state *S);
 /* ktap -lf DSO: print function symbols of an ELF binary. */
 int kp_elf_list(const char *path);
+
+/* An ELF file mapped read-only; see events.c. */
+struct kp_elf {
+	const unsigned char	*map;
+	size_t			size;
+};
+
+int kp_elf_open(struct kp_elf *e, const char *path, const char **why);
+void kp_elf_close(struct kp_elf *e);
+int kp_elf_syms(struct kp_elf *e,
+		int (*fn)(void *arg, const char *name, uint64_t value,
+			  uint64_t size),
+		void *arg);
 /* ktap -lm DSO: print the SDT markers (.note.stapsdt) of a binary. */
 int kp_sdt_list(const char *path);
 

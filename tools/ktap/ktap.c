@@ -23,6 +23,7 @@
 #include "disasm.h"
 #include "events.h"
 #include "verify.h"
+#include "usym.h"
 
 #define KTAP_CONTROL	"/sys/kernel/tracing/ktap/control"
 
@@ -181,27 +182,79 @@ static int print_version(void)
 }
 
 /* Copy session output to @out, with -T timestamps at line starts. */
-static void emit(FILE *out, const char *buf, size_t n, int ts, int *bol)
-{
-	size_t i;
+/*
+ * The session's output, written a whole line at a time: a line may name
+ * user addresses (see usym.c), and -T stamps each line. What follows the
+ * last newline of a read waits in @carry for the rest of its line, or
+ * for emit_flush() when nothing more is there to read.
+ */
+struct kp_out {
+	FILE	*f;
+	int	ts;
+	int	bol;
+	size_t	ncarry;
+	char	carry[8192];
+};
 
-	if (!ts) {
-		fwrite(buf, 1, n, out);
+static void put_lines(struct kp_out *o, const char *s, size_t n)
+{
+	struct timespec t;
+	const char *nl;
+	size_t len;
+
+	if (!o->ts && !memmem(s, n, " (pid ", 6)) {
+		fwrite(s, 1, n, o->f);
+		o->bol = n && s[n - 1] == '\n';
 		return;
 	}
-	for (i = 0; i < n; i++) {
-		if (*bol) {
-			struct timespec t;
-
+	for (; n; s += len, n -= len) {
+		nl = memchr(s, '\n', n);
+		len = nl ? (size_t)(nl - s) + 1 : n;
+		if (o->ts && o->bol) {
 			clock_gettime(CLOCK_REALTIME, &t);
-			fprintf(out, "%lld.%06ld ", (long long)t.tv_sec,
+			fprintf(o->f, "%lld.%06ld ", (long long)t.tv_sec,
 				t.tv_nsec / 1000);
-			*bol = 0;
 		}
-		fputc(buf[i], out);
-		if (buf[i] == '\n')
-			*bol = 1;
+		kp_usym_write(o->f, s, len);
+		o->bol = !!nl;
 	}
+}
+
+static void emit_flush(struct kp_out *o)
+{
+	put_lines(o, o->carry, o->ncarry);
+	o->ncarry = 0;
+}
+
+static void emit(struct kp_out *o, const char *buf, size_t n)
+{
+	const char *nl = memchr(buf, '\n', n);
+	size_t len;
+
+	if (o->ncarry && nl) {
+		/* complete the carried line */
+		len = (size_t)(nl - buf) + 1;
+		if (o->ncarry + len <= sizeof(o->carry)) {
+			memcpy(o->carry + o->ncarry, buf, len);
+			o->ncarry += len;
+			emit_flush(o);
+			buf += len;
+			n -= len;
+		} else {
+			emit_flush(o);
+		}
+	}
+	for (len = n; len && buf[len - 1] != '\n'; len--)
+		;
+	if (len)
+		put_lines(o, buf, len);
+	if (n - len > sizeof(o->carry) - o->ncarry) {
+		emit_flush(o);
+		put_lines(o, buf + len, n - len);
+		return;
+	}
+	memcpy(o->carry + o->ncarry, buf + len, n - len);
+	o->ncarry += n - len;
 }
 
 /* Start @cmd stopped: it waits for a byte on a pipe before exec. */
@@ -243,7 +296,8 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	struct ktap_stats st;
 	char log[4096], buf[65536];
 	FILE *out = stdout;
-	int fd, release = -1, stopped = 0, bol = 1, rc = 0;
+	struct kp_out ko = { .ts = o->timestamps, .bol = 1 };
+	int fd, release = -1, stopped = 0, rc = 0;
 	pid_t child = -1;
 
 	fd = open(KTAP_CONTROL, O_RDWR | O_CLOEXEC | O_NONBLOCK);
@@ -265,6 +319,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 			return 1;
 		}
 	}
+	ko.f = out;
 	if (o->cmd) {
 		child = spawn(o->cmd, &release);
 		if (child < 0) {
@@ -275,7 +330,8 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
-	attr.flags = o->dry ? KTAP_LOAD_F_DRY_RUN : 0;
+	attr.flags = (o->dry ? KTAP_LOAD_F_DRY_RUN : 0) |
+		     (o->verbose ? KTAP_LOAD_F_VERBOSE : 0);
 	attr.image = (uintptr_t)img;
 	attr.image_len = len;
 	attr.log_size = sizeof(log);
@@ -324,13 +380,19 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	}
 	memset(&st, 0, sizeof(st));
 	st.size = sizeof(st);
-	if ((o->verbose || o->noread) && !ioctl(fd, KTAP_IOC_STATS, &st)) {
+	if (!ioctl(fd, KTAP_IOC_STATS, &st)) {
 		st.instance[sizeof(st.instance) - 1] = '\0';
 		if (o->verbose)
 			fprintf(stderr, "ktap: %u of %u probes attached\n",
 				st.nr_attached, nprobes);
-		fprintf(stderr, "ktap: output in tracing/instances/%s\n",
-			st.instance);
+		if (st.nr_skipped && !o->quiet)
+			fprintf(stderr,
+				"ktap: %u events matched by wildcards could not be attached%s\n",
+				st.nr_skipped,
+				o->verbose ? "" : " (-v names them)");
+		if (o->verbose || o->noread)
+			fprintf(stderr, "ktap: output in tracing/instances/%s\n",
+				st.instance);
 	}
 	if (!nprobes) {
 		ioctl(fd, KTAP_IOC_STOP);
@@ -368,7 +430,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 		}
 		n = read(fd, buf, sizeof(buf));
 		if (n > 0) {
-			emit(out, buf, (size_t)n, o->timestamps, &bol);
+			emit(&ko, buf, (size_t)n);
 			continue;
 		}
 		if (n == 0) {
@@ -384,10 +446,12 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 			rc = 1;
 			break;
 		}
+		emit_flush(&ko);
 		fflush(out);
 		if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
 			break;
 	}
+	emit_flush(&ko);
 	fflush(out);
 	memset(&st, 0, sizeof(st));
 	st.size = sizeof(st);

@@ -295,6 +295,7 @@ struct ktap_bc_field {
 	__u32	name;			/* strtab: field name */
 };
 
+/* The first three need a target; the others have none (NO_STR). */
 enum ktap_probe_type {
 	KTAP_PROBE_TRACEPOINT,		/* target: SYSTEM:EVENT, * ? globs */
 	KTAP_PROBE_KPROBE,		/* target: symbol, arg: offset */
@@ -318,7 +319,7 @@ struct ktap_bc_probe {
 	__u32	type;			/* enum ktap_probe_type */
 	__u32	flags;			/* KTAP_PROBE_F_* */
 	__u32	spec;			/* strtab: event definition as written */
-	__u32	target;			/* strtab: see the types; NO_STR only for timer, profile, end */
+	__u32	target;			/* strtab: see the types */
 	__u64	arg;
 	__u32	__reserved[4];		/* must be 0 */
 };
@@ -381,6 +382,7 @@ struct ktap_version {
 #define KTAP_VERSION_SIZE_VER0	80
 
 #define KTAP_LOAD_F_DRY_RUN	0x1	/* attach, but never run handlers */
+#define KTAP_LOAD_F_VERBOSE	0x2	/* name each event a wildcard skips */
 
 /**
  * struct ktap_load_attr - KTAP_IOC_LOAD: verify and load an image
@@ -434,7 +436,9 @@ struct ktap_load_attr {
  * @mem_used: bytes of the session pool in use
  * @mem_limit: size of the session pool
  * @nr_attached: probes attached
- * @__reserved: 0
+ * @nr_skipped: events a tracepoint wildcard matched that could not be
+ *	attached (the probe attached the others); KTAP_LOAD_F_VERBOSE
+ *	names each in the output
  * @instance: name of the tracing instance with the session's output
  *	(tracing/instances/<instance>), NUL-terminated; empty before LOAD
  */
@@ -448,11 +452,11 @@ struct ktap_stats {
 	__aligned_u64	mem_used;
 	__aligned_u64	mem_limit;
 	__u32		nr_attached;
-	__u32		__reserved;
+	__u32		nr_skipped;
 	char		instance[KTAP_INSTANCE_NAME_MAX];
 };
 
-#define KTAP_STATS_SIZE_VER0	64	/* up to __reserved */
+#define KTAP_STATS_SIZE_VER0	64	/* up to nr_skipped */
 
 enum ktap_session_state {
 	KTAP_STATE_NEW,			/* opened, nothing loaded */

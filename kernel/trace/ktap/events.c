@@ -44,6 +44,7 @@
 #include <linux/sort.h>
 #include <linux/trace_events.h>
 #include <linux/tracepoint.h>
+#include <linux/uaccess.h>
 #include <linux/unaligned.h>
 #include <linux/uprobes.h>
 #include <trace/syscall.h>
@@ -83,6 +84,71 @@ static int ktap_no_set_retval(struct ktap_vm *vm, struct ktap_event *ev,
 
 /* The raw syscall tracepoints, for the syscall fast path. */
 static struct tracepoint *ktap_tp_sys_enter, *ktap_tp_sys_exit;
+
+/*
+ * Whether @tp calls its probes through its iterator: with more than one
+ * probe, or without static calls. With one, its static call goes
+ * straight to the probe. Read in the probe, under the tracepoint's RCU.
+ */
+static bool ktap_tp_iterated(struct tracepoint *tp)
+{
+	struct tracepoint_func *funcs;
+
+	if (!IS_ENABLED(CONFIG_HAVE_STATIC_CALL) || !tp->static_call_key)
+		return true;
+	funcs = rcu_dereference_raw(tp->funcs);
+	return funcs && funcs[0].func && funcs[1].func;
+}
+
+/**
+ * ktap_event_stack() - the kernel or user stack a probe saw
+ * @ev: the event being handled
+ * @store: where the return addresses go, innermost first
+ * @size: room in @store
+ * @user: the user stack instead of the kernel one
+ *
+ * A tracepoint's kernel stack starts at the code that hit it
+ * (@ev->caller), so that the frames of the event's delivery to ktap are
+ * left out; a
+ * probe with kernel registers (kprobe, an interrupted kernel) unwinds
+ * from them; one with user registers (uprobe, an interrupted user
+ * task) has no kernel stack. The user stack is the current task's,
+ * walked by frame pointer without faulting, and none in NMI while user
+ * memory cannot be read there (nmi_uaccess_okay()).
+ *
+ * Return: the number of addresses stored.
+ */
+static unsigned int ktap_event_stack(struct ktap_event *ev,
+				     unsigned long *store, unsigned int size,
+				     bool user)
+{
+	unsigned int n, k;
+
+	if (user) {
+		if (!IS_ENABLED(CONFIG_USER_STACKTRACE_SUPPORT) ||
+		    !current->mm || (current->flags & PF_KTHREAD) ||
+		    (in_nmi() && !nmi_uaccess_okay()))
+			return 0;
+		return stack_trace_save_user(store, size);
+	}
+	if (ev->caller) {
+		n = stack_trace_save(store, size, 0);
+		for (k = 0; k < n; k++) {
+			if (store[k] != ev->caller)
+				continue;
+			k += ev->iterated;
+			n -= k;
+			memmove(store, store + k, n * sizeof(*store));
+			break;
+		}
+		return n;
+	}
+	if (!ev->regs)
+		return stack_trace_save(store, size, 0);
+	if (user_mode(ev->regs))
+		return 0;
+	return stack_trace_save_regs(ev->regs, store, size, 0);
+}
 
 static void ktap_find_sys_tp(struct tracepoint *tp, void *priv)
 {
@@ -606,6 +672,7 @@ static const struct ktap_event_ops ktap_tp_ops = {
 	.record		= ktap_tp_record,
 	.arg		= ktap_tp_arg,
 	.set_retval	= ktap_no_set_retval,
+	.stack		= ktap_event_stack,
 };
 
 /*
@@ -666,10 +733,12 @@ static void ktap_sc_entry(struct trace_entry *ent, struct trace_event_call *call
 
 static void ktap_sc_fire(struct ktap_sc *sc, struct trace_event_call *call,
 			 const struct ktap_tp_slots *slots,
-			 union ktap_sc_rec *rec, u32 size, struct pt_regs *regs)
+			 union ktap_sc_rec *rec, u32 size, struct pt_regs *regs,
+			 struct tracepoint *tp, unsigned long caller)
 {
 	struct ktap_tp_event tev = {
-		.ev = { .ops = &ktap_tp_ops, .regs = regs },
+		.ev = { .ops = &ktap_tp_ops, .regs = regs, .caller = caller,
+			.iterated = ktap_tp_iterated(tp) },
 		.call = call,
 		.slots = slots,
 		.rec = rec,
@@ -702,7 +771,8 @@ static void ktap_sc_enter_probe(void *data, struct pt_regs *regs, long id)
 		rec.raw_enter.id = id;
 		syscall_get_arguments(current, regs, rec.raw_enter.args);
 		ktap_sc_fire(sc, sc->raw_enter, sc->raw_enter_slots, &rec,
-			     sizeof(rec.raw_enter), regs);
+			     sizeof(rec.raw_enter), regs,
+			     ktap_tp_sys_enter, _RET_IP_);
 	}
 	if (!test_bit(id, sc->enter))
 		return;
@@ -710,7 +780,8 @@ static void ktap_sc_enter_probe(void *data, struct pt_regs *regs, long id)
 	rec.enter.nr = id;
 	syscall_get_arguments(current, regs, rec.enter.args);
 	ktap_sc_fire(sc, meta->enter_event, sc->enter_slots[id], &rec,
-		     sizeof(rec.enter) + meta->nb_args * sizeof(long), regs);
+		     sizeof(rec.enter) + meta->nb_args * sizeof(long), regs,
+		     ktap_tp_sys_enter, _RET_IP_);
 }
 
 static void ktap_sc_exit_probe(void *data, struct pt_regs *regs, long ret)
@@ -726,14 +797,15 @@ static void ktap_sc_exit_probe(void *data, struct pt_regs *regs, long ret)
 		rec.raw_exit.id = nr;
 		rec.raw_exit.ret = ret;
 		ktap_sc_fire(sc, sc->raw_exit, sc->raw_exit_slots, &rec,
-			     sizeof(rec.raw_exit), regs);
+			     sizeof(rec.raw_exit), regs,
+			     ktap_tp_sys_exit, _RET_IP_);
 	}
 	if (!test_bit(nr, sc->exit))
 		return;
 	rec.exit.nr = nr;
 	rec.exit.ret = ret;
 	ktap_sc_fire(sc, sc->meta[nr]->exit_event, sc->exit_slots[nr], &rec,
-		     sizeof(rec.exit), regs);
+		     sizeof(rec.exit), regs, ktap_tp_sys_exit, _RET_IP_);
 }
 
 /*
@@ -829,6 +901,15 @@ static void ktap_tp_overflow(struct perf_event *event,
 	tev.ev.ops = &ktap_tp_ops;
 	tev.ev.name = trace_event_name(call) ?: "";
 	tev.ev.regs = regs;
+	/*
+	 * perf_trace_##call() took @regs with perf_fetch_caller_regs(): its
+	 * ip is where it returns to. Dynamic events (kprobe events) pass
+	 * the registers they were hit with.
+	 */
+	if (call->flags & TRACE_EVENT_FL_TRACEPOINT) {
+		tev.ev.caller = instruction_pointer(regs);
+		tev.ev.iterated = ktap_tp_iterated(call->tp);
+	}
 	ktap_handler_fire(ctx->h, &tev.ev);
 }
 
@@ -996,6 +1077,8 @@ struct ktap_tp_name {
  * @nnames: entries at @names
  * @hit: fields found in the format of at least one of the events
  * @unseen: the format of some event was not looked at (no counter)
+ * @wild: @target has globs: an event that cannot be attached is skipped
+ * @nattached: events given perf counters
  * @budget: bytes of slot arrays still allowed (KTAP_MAX_SLOT_BYTES)
  */
 struct ktap_tp_res {
@@ -1012,6 +1095,8 @@ struct ktap_tp_res {
 	u32			nnames;
 	unsigned long		*hit;
 	bool			unseen;
+	bool			wild;
+	u32			nattached;
 	size_t			budget;
 };
 
@@ -1216,6 +1301,26 @@ static int ktap_sc_resolve(struct ktap_tp_res *rs)
  *
  * Return: 0 or a negative error; the counters created stay in @tp.
  */
+/*
+ * A wildcard matched event @type, which cannot be attached (@err): an
+ * event perf refuses to count, such as ftrace's own, or one whose
+ * registration fails. Count it and go on with the others.
+ */
+static void ktap_tp_skip(struct ktap_tp_res *rs, unsigned int type, int err)
+{
+	struct trace_event_call *call;
+	struct trace_event *te;
+
+	trace_event_read_lock();
+	te = ftrace_find_event(type);
+	call = te ? container_of(te, struct trace_event_call, event) : NULL;
+	ktap_session_skipped(rs->h->sess,
+			     "ktap: probe '%s': %s:%s skipped (error %d)\n",
+			     rs->spec, call ? call->class->system : "?",
+			     call ? trace_event_name(call) : "?", err);
+	trace_event_read_unlock();
+}
+
 static int ktap_tp_attach_perf(struct ktap_tp_res *rs, struct ktap_tp *tp)
 {
 	struct perf_event_attr attr = {
@@ -1237,8 +1342,17 @@ static int ktap_tp_attach_perf(struct ktap_tp_res *rs, struct ktap_tp *tp)
 		attr.config = type;
 		n = ktap_perf_create(rs->h, &attr, ktap_tp_overflow, ctx,
 				     tp->events + used, tp->nr - used);
+		if (n < 0 && rs->wild && n != -E2BIG && n != -ENOMEM) {
+			/* this event's counters on the CPUs done so far */
+			ktap_perf_release(tp->events + used, tp->nr - used);
+			memset(tp->events + used, 0,
+			       (tp->nr - used) * sizeof(*tp->events));
+			ktap_tp_skip(rs, type, n);
+			continue;
+		}
 		if (n < 0)
 			return n;
+		rs->nattached++;
 		if (!n) {
 			rs->unseen = true;
 			continue;
@@ -1345,6 +1459,7 @@ static int ktap_tp_attach(struct ktap_handler *h)
 	ret = ktap_tp_pat_parse(&rs.pat, rs.target);
 	if (ret)
 		return ret;
+	rs.wild = strpbrk(rs.target, "*?");
 	ret = ktap_tp_res_init(&rs, vm);
 	if (ret)
 		goto out;
@@ -1386,6 +1501,13 @@ static int ktap_tp_attach(struct ktap_handler *h)
 	ret = ktap_tp_attach_perf(&rs, tp);
 	if (ret)
 		goto err_perf;
+	if (!rs.nattached && rs.nperf == rs.nevents) {
+		ktap_session_printf(h->sess,
+				    "ktap: probe '%s': none of the %u events matching '%s' can be attached\n",
+				    rs.spec, rs.nevents, rs.target);
+		ret = -ENOENT;
+		goto err_perf;
+	}
 	ret = ktap_tp_check_fields(&rs);
 	if (ret)
 		goto err_perf;
@@ -1581,6 +1703,7 @@ static const struct ktap_event_ops ktap_kp_ops = {
 	.tostring	= ktap_kp_tostring,
 	.arg		= ktap_kp_arg,
 	.set_retval	= ktap_kp_set_retval,
+	.stack		= ktap_event_stack,
 };
 
 static int ktap_kprobe_pre(struct kprobe *p, struct pt_regs *regs)
@@ -1771,6 +1894,7 @@ static const struct ktap_event_ops ktap_up_ops = {
 	.tostring	= ktap_up_tostring,
 	.arg		= ktap_up_arg,
 	.set_retval	= ktap_no_set_retval,
+	.stack		= ktap_event_stack,
 };
 
 static void ktap_up_fire(struct ktap_up *u, struct pt_regs *regs,
@@ -1881,6 +2005,7 @@ static const struct ktap_event_ops ktap_plain_ops = {
 	.tostring	= ktap_plain_tostring,
 	.arg		= ktap_plain_arg,
 	.set_retval	= ktap_no_set_retval,
+	.stack		= ktap_event_stack,
 };
 
 /* "tick-1s", "profile-100ms", "tick-250us"... */

@@ -86,6 +86,9 @@ static __always_inline void ktap_handler_fire(struct ktap_handler *h,
 /* Write a message from the tracing side into the session output. */
 __printf(2, 3)
 void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...);
+/* Count an event a wildcard could not attach; name it when verbose. */
+__printf(2, 3)
+void ktap_session_skipped(struct ktap_session *sess, const char *fmt, ...);
 
 /* events.c */
 int ktap_handler_attach(struct ktap_handler *h);

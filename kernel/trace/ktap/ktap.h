@@ -77,6 +77,9 @@ struct ktap_value {
  * @set_retval: e.set_retval(v): make the probed function return @v
  *		without running; -EPERM where the probe cannot do it, -EDOM
  *		for a value the function cannot fail with; @why says why.
+ * @stack: save up to @size return addresses of the kernel stack, or of
+ *	   the user stack when @user, as the probe saw them, innermost
+ *	   first; return how many. NULL: the VM takes its own stack.
  *
  * All callbacks run in probe context (possibly NMI): no sleeping, no
  * locks that a probe could already hold.
@@ -93,6 +96,8 @@ struct ktap_event_ops {
 		   struct ktap_value *out);
 	int (*set_retval)(struct ktap_vm *vm, struct ktap_event *ev, s64 v,
 			  const char **why);
+	unsigned int (*stack)(struct ktap_event *ev, unsigned long *store,
+			      unsigned int size, bool user);
 };
 
 /**
@@ -101,6 +106,12 @@ struct ktap_event_ops {
  * @probe: index of the probe in the image's probe table
  * @name: event name for e.name and probename (e.g. "sys_enter_open")
  * @regs: registers at the probe, when the probe kind has them
+ * @caller: for a tracepoint, the return address of the call to ktap's
+ *	    probe: its kernel stack starts there, at the code that hit the
+ *	    tracepoint, or one frame further when @iterated. 0 for other
+ *	    kinds, whose kernel stack starts at @regs.
+ * @iterated: the tracepoint called its probes through its iterator
+ *	      (several probes), not straight through its static call
  *
  * Lives on the firing probe's stack for the duration of one handler run;
  * the tracing side embeds it in its own per-kind context.
@@ -110,6 +121,8 @@ struct ktap_event {
 	u32				probe;
 	const char			*name;
 	struct pt_regs			*regs;
+	unsigned long			caller;
+	bool				iterated;
 };
 
 /**

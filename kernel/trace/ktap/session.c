@@ -101,6 +101,8 @@ struct ktap_session {
 	u32			nr_handlers;
 	u32			nr_attached;
 	bool			started;
+	bool			verbose;
+	u32			nr_skipped;
 	struct ktap_output	*out;
 	atomic_long_t		drops;
 	wait_queue_head_t	wq;
@@ -388,6 +390,33 @@ void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...)
 	kfree(msg);
 }
 
+/**
+ * ktap_session_skipped - count an event a wildcard could not attach
+ * @sess: the session
+ * @fmt: printf format of the line naming it, written into the output
+ *	 when LOAD asked for KTAP_LOAD_F_VERBOSE
+ *
+ * Process context, under the session lock (attach).
+ */
+void ktap_session_skipped(struct ktap_session *sess, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	sess->nr_skipped++;
+	if (!sess->verbose)
+		return;
+	va_start(ap, fmt);
+	msg = kvasprintf(GFP_KERNEL, fmt, ap);
+	va_end(ap);
+	if (!msg) {
+		atomic_long_inc(&sess->drops);
+		return;
+	}
+	ktap_host_write(sess, msg, strlen(msg));
+	kfree(msg);
+}
+
 /* What tracing/error_log says; the command line carries the details. */
 enum ktap_err {
 	KTAP_ERR_LOAD,
@@ -538,7 +567,7 @@ static int ktap_check_attr(const struct ktap_load_attr *attr)
 {
 	if (memchr_inv(attr->__reserved, 0, sizeof(attr->__reserved)))
 		return -EINVAL;
-	if (attr->flags & ~KTAP_LOAD_F_DRY_RUN)
+	if (attr->flags & ~(KTAP_LOAD_F_DRY_RUN | KTAP_LOAD_F_VERBOSE))
 		return -EINVAL;
 	if (!attr->image_len)
 		return -EINVAL;
@@ -704,6 +733,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	sess->hot.tgid = tgid;
 	sess->hot.cpu = attr.cpu;
 	sess->hot.dry_run = attr.flags & KTAP_LOAD_F_DRY_RUN;
+	sess->verbose = attr.flags & KTAP_LOAD_F_VERBOSE;
 	atomic_set(&sess->hot.state, KTAP_STATE_LOADED);
 out_log:
 	kvfree(log);
@@ -833,6 +863,7 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	st.mem_used = vst.mem_used;
 	st.mem_limit = vst.mem_limit;
 	st.nr_attached = sess->nr_attached;
+	st.nr_skipped = sess->nr_skipped;
 	if (sess->out)
 		strscpy(st.instance, ktap_output_name(sess->out),
 			sizeof(st.instance));

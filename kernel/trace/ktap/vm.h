@@ -40,6 +40,12 @@
 /* Per-CPU execution area: register stack, call frames, scratch memory. */
 #define KTAP_STACK_SLOTS	2048
 #define KTAP_OUT_SIZE		2048	/* one printf/print record */
+/*
+ * Frames saved for stack()/ustack(): the deepest a script gets (32) and
+ * room for the frames of a tracepoint's delivery above its caller.
+ */
+#define KTAP_STACK_DEPTH	32
+#define KTAP_STACK_SAVE		(KTAP_STACK_DEPTH + 32)
 /* Per-CPU temporary arena: session memory / (2 * CPUs), within these. */
 #define KTAP_TEMP_MIN		(64 * 1024)
 #define KTAP_TEMP_MAX		(1024 * 1024)
@@ -194,6 +200,7 @@ struct ktap_ctx {
 	struct ktap_event	*out_ev;	/* event printed in @out ... */
 	u32			out_ev_at;	/* ... at this offset */
 	char			tmp[KTAP_OUT_SIZE];	/* tostring and friends */
+	unsigned long		trace[KTAP_STACK_SAVE];	/* stack() */
 	char			err[KTAP_ERR_SIZE];
 };
 
@@ -460,6 +467,9 @@ int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 	X(max,			1, 1, 0)			\
 	X(stack,		0, 2, 0)			\
 	X(print_backtrace,	0, 0, 0)			\
+	X(ustack,		0, 1, 0)			\
+	X(ksym,			1, 1, 0)			\
+	X(usym,			1, 1, 0)			\
 	X(kernel_string,	1, 1, 0)			\
 	X(user_string,		1, 1, 0)			\
 	X(curr_taskinfo,	1, 2, 0)			\

@@ -27,8 +27,6 @@
 
 #define KTAP_HIST_ROWS		20
 #define KTAP_HIST_WIDTH		40
-#define KTAP_STACK_DEPTH	32
-#define KTAP_STACK_SKIP_MAX	64	/* stack(n, skip) */
 #define KTAP_FETCH_MAX		256
 
 static int ktap_bad_arg(struct ktap_exec *x, u32 n, const char *fn,
@@ -778,32 +776,83 @@ KTAP_STAT_READER(avg, st.count ? div64_s64(st.sum, st.count) : 0)
 KTAP_STAT_READER(min, st.min)
 KTAP_STAT_READER(max, st.max)
 
-/* The kernel stack below ktap's own two frames and @skip more, as text. */
-static void ktap_stack_text(struct seq_buf *s, u32 depth, u32 skip)
+/*
+ * Save the kernel or user stack of the event being handled in the
+ * context's frames: the stack its probe saw, which the event's kind
+ * knows. Without an event (the main chunk) the kernel stack is that of
+ * the ioctl that runs it, below ktap_save_stack() and its caller.
+ */
+static unsigned int ktap_save_stack(struct ktap_exec *x, bool user)
 {
-	unsigned long entries[KTAP_STACK_DEPTH];
-	unsigned int n, k;
+	struct ktap_event *ev = x->ev;
 
-	n = stack_trace_save(entries, min_t(u32, depth, KTAP_STACK_DEPTH),
-			     2 + skip);
-	for (k = 0; k < n; k++)
-		seq_buf_printf(s, " %pS\n", (void *)entries[k]);
+	if (ev && ev->ops->stack)
+		return ev->ops->stack(ev, x->ctx->trace, KTAP_STACK_SAVE, user);
+	if (user)
+		return 0;
+	return stack_trace_save(x->ctx->trace, KTAP_STACK_SAVE, 2);
+}
+
+/*
+ * A user address as the kernel can name it without the task's memory
+ * map: tools/ktap turns "0x<addr> (pid <tgid>)" into the symbol and
+ * file it falls in, in the reader's process context.
+ */
+static void ktap_user_addr(struct seq_buf *s, unsigned long addr)
+{
+	seq_buf_printf(s, "%#lx (pid %d)", addr, task_tgid_nr(current));
+}
+
+/*
+ * The innermost @depth frames of the event's stack, one a line:
+ * " func+0x12/0x80" for the kernel's, " 0x... (pid N)" for the user's.
+ */
+static void ktap_stack_text(struct ktap_exec *x, struct seq_buf *s,
+			    u32 depth, bool user)
+{
+	const unsigned long *f = x->ctx->trace;
+	unsigned int n = ktap_save_stack(x, user), k;
+
+	for (k = 0; k < n && k < depth; k++) {
+		if (user) {
+			seq_buf_putc(s, ' ');
+			ktap_user_addr(s, f[k]);
+			seq_buf_putc(s, '\n');
+		} else {
+			seq_buf_printf(s, " %pS\n", (void *)f[k]);
+		}
+	}
+}
+
+/*
+ * stack([depth [, skip]]) and ustack([depth]): a stack as a string.
+ * ktap 0.4 wrote stack(-1, 12): a depth of -1 is the default, and the
+ * skip stepped over ktap's own frames, which a stack taken from the
+ * probe's context no longer has, so it is accepted and ignored.
+ */
+static int ktap_stack_str(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs, bool user)
+{
+	u32 depth = KTAP_STACK_DEPTH;
+	struct seq_buf s;
+
+	if (nargs && args[0].type == KTAP_TINT && args[0].i > 0)
+		depth = min_t(s64, args[0].i, KTAP_STACK_DEPTH);
+	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
+	ktap_stack_text(x, &s, depth, user);
+	return ktap_ret_str(x, ret, x->ctx->tmp, seq_buf_used(&s));
 }
 
 static int ktap_bi_stack(struct ktap_exec *x, struct ktap_value *ret,
 			 struct ktap_value *args, u32 nargs)
 {
-	u32 depth = KTAP_STACK_DEPTH, skip = 0;
-	struct seq_buf s;
+	return ktap_stack_str(x, ret, args, nargs, false);
+}
 
-	/* stack(-1, 12) of ktap 0.4: a depth of -1 is the default */
-	if (nargs && args[0].type == KTAP_TINT && args[0].i > 0)
-		depth = min_t(s64, args[0].i, KTAP_STACK_DEPTH);
-	if (nargs > 1 && args[1].type == KTAP_TINT && args[1].i > 0)
-		skip = min_t(s64, args[1].i, KTAP_STACK_SKIP_MAX);
-	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
-	ktap_stack_text(&s, depth, skip);
-	return ktap_ret_str(x, ret, x->ctx->tmp, seq_buf_used(&s));
+static int ktap_bi_ustack(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	return ktap_stack_str(x, ret, args, nargs, true);
 }
 
 static int ktap_bi_print_backtrace(struct ktap_exec *x, struct ktap_value *ret,
@@ -812,9 +861,38 @@ static int ktap_bi_print_backtrace(struct ktap_exec *x, struct ktap_value *ret,
 	struct seq_buf s;
 
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
-	ktap_stack_text(&s, KTAP_STACK_DEPTH, 0);
+	ktap_stack_text(x, &s, KTAP_STACK_DEPTH, false);
 	ktap_flush(x, &s, '\n');
 	return 0;
+}
+
+/* ksym(addr) and usym(addr): an address as a symbol. */
+static int ktap_sym_str(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, bool user)
+{
+	struct seq_buf s;
+
+	if (args[0].type != KTAP_TINT)
+		return ktap_bad_arg(x, 1, user ? "usym" : "ksym", "number",
+				    &args[0]);
+	seq_buf_init(&s, x->ctx->tmp, sizeof(x->ctx->tmp));
+	if (user)
+		ktap_user_addr(&s, args[0].i);
+	else
+		seq_buf_printf(&s, "%pS", (void *)(unsigned long)args[0].i);
+	return ktap_ret_str(x, ret, x->ctx->tmp, seq_buf_used(&s));
+}
+
+static int ktap_bi_ksym(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	return ktap_sym_str(x, ret, args, false);
+}
+
+static int ktap_bi_usym(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	return ktap_sym_str(x, ret, args, true);
 }
 
 /* Copy a NUL-terminated string without faulting, one page at a time. */

@@ -960,6 +960,7 @@ static const struct {
 	{ "gettimeofday_ns", 0, 0 }, { "print_hist", 1, 2 }, { "ptable", 0, 0 },
 	{ "count", 1, 1 }, { "sum", 1, 1 }, { "avg", 1, 1 }, { "min", 1, 1 },
 	{ "max", 1, 1 }, { "stack", 0, 2 }, { "print_backtrace", 0, 0 },
+	{ "ustack", 0, 1 }, { "ksym", 1, 1 }, { "usym", 1, 1 },
 	{ "kernel_string", 1, 1 }, { "user_string", 1, 1 },
 	{ "curr_taskinfo", 1, 2 }, { "print_trace_clock", 0, 0 },
 	{ "probename", 0, 0 }, { "argstr", 0, 0 }, { "argn", 1, 1 },

@@ -1,0 +1,192 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Probe kinds and what a probe sees, through tools/ktap/ktap in the guest
+# (the tracer, not the KTAP output format this test prints): stacks taken
+# from the probe's context, kernel and user, named; wildcards that attach
+# what they can.
+#
+# KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
+# ktap in PATH).
+
+DIR=$(cd "$(dirname "$0")" && pwd)
+for h in "$DIR/../kselftest/ktap_helpers.sh" \
+	 "${KTAP_CACHE:-$HOME/.cache/ktap}/linux-source-6.12/tools/testing/selftests/kselftest/ktap_helpers.sh"; do
+	[ -f "$h" ] && { . "$h"; break; }
+done
+
+KTAP=${KTAP_BIN:-}
+[ -z "$KTAP" ] && [ -x "$DIR/../../../ktap/ktap" ] && KTAP=$DIR/../../../ktap/ktap
+[ -z "$KTAP" ] && KTAP=$(command -v ktap || true)
+WORKLOAD=$DIR/ktap_workload
+CONTROL=/sys/kernel/tracing/ktap/control
+
+ktap_print_header
+[ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
+[ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
+[ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
+[ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
+ktap_set_plan 5
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+# Run script $1 into file $2 while "$3..." runs, then end it with Ctrl-C.
+trace_while() {
+	local script=$1 out=$2 i=0 k
+
+	shift 2
+	"$KTAP" "$script" > "$out" 2>&1 &
+	k=$!
+	while [ $i -lt 1200 ] && kill -0 $k 2>/dev/null &&
+	      ! grep -q 'Tracing\.\.\.' "$out"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	"$@"
+	kill -INT $k 2>/dev/null
+	i=0
+	while [ $i -lt 600 ] && kill -0 $k 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL $k 2>/dev/null
+	wait $k
+}
+
+# The first frames of the stack printed after the line "$2" in file $1.
+stack_after() {
+	awk -v want="$2" '$0 == want { on = 1; next }
+			  on && /^ / { print; next } on { exit }' "$1"
+}
+
+# 1-3. Stacks from the probe's context. A profile of a CPU-bound loop
+# names the loop's function in the user stack (the tool names the user
+# addresses the kernel prints); a kprobe on vfs_read unwinds from its
+# registers to ksys_read; a tracepoint's stack starts at the code that
+# hit it, not in ktap or perf: kernel_clone() for sched_process_fork on
+# the perf path, syscall_trace_enter() for a syscall event on ktap's own
+# path.
+cat > "$T/stacks.kp" <<'EOF'
+var u = {}
+var k = {}
+var f = {}
+var s = {}
+profile-1ms {
+	if (execname == "ktap_workload") {
+		u[ustack(2)] += 1
+	}
+}
+trace probe:vfs_read {
+	k[stack(2)] += 1
+}
+trace sched:sched_process_fork {
+	f[stack(1)] += 1
+}
+trace syscalls:sys_enter_getppid {
+	s[stack(1)] += 1
+}
+trace_end {
+	for (st, n in sort_pairs(u)) {
+		printf("USER %d\n%s", n, st)
+	}
+	for (st, n in pairs(k)) {
+		printf("KPROBE\n%s", st)
+	}
+	for (st, n in pairs(f)) {
+		printf("FORK\n%s", st)
+	}
+	for (st, n in pairs(s)) {
+		printf("GETPPID\n%s", st)
+	}
+}
+EOF
+# The tool names a user address from the process's maps when it reads
+# the output: the workload still runs when the stacks are printed.
+stack_work() {
+	"$WORKLOAD" spin 30 &
+	WPID=$!
+	sleep 2
+	cat /proc/self/stat > /dev/null
+	sh -c 'echo $PPID' > /dev/null
+}
+trace_while "$T/stacks.kp" "$T/stacks.out" stack_work
+rc=$?
+kill "$WPID"
+wait "$WPID" 2>/dev/null
+top=$(grep -m1 '^USER ' "$T/stacks.out")
+user=$(stack_after "$T/stacks.out" "$top" | head -1)
+if [ $rc = 0 ] && [[ "$user" == " ktap_workload_spin+0x"*"/0x"*" [ktap_workload]" ]]; then
+	ktap_test_pass "profile: the hottest user stack starts in ktap_workload_spin ($top:$user)"
+else
+	sed 's/^/# /' "$T/stacks.out" | head -40
+	ktap_test_fail "profile: user stack of the workload (rc $rc, '$top' '$user')"
+fi
+kp=$(awk '/^KPROBE$/ { getline a; getline b; print a "|" b }' "$T/stacks.out" |
+     grep -m1 '^ vfs_read+0x[0-9a-f]*/0x[0-9a-f]*| ksys_read+0x')
+if [ -n "$kp" ]; then
+	ktap_test_pass "kprobe: vfs_read's stack goes on to ksys_read ($kp)"
+else
+	grep -A2 '^KPROBE' "$T/stacks.out" | sed 's/^/# /' | head -20
+	ktap_test_fail "kprobe: no vfs_read stack with ksys_read as caller"
+fi
+fork=$(stack_after "$T/stacks.out" FORK | head -1)
+sc=$(stack_after "$T/stacks.out" GETPPID | head -1)
+if [[ "$fork" == " kernel_clone+0x"* ]] && [[ "$sc" == " syscall_trace_enter+0x"* ]]; then
+	ktap_test_pass "tracepoints: stacks start at their caller ($fork,$sc)"
+else
+	grep -A1 '^FORK\|^GETPPID' "$T/stacks.out" | sed 's/^/# /' | head -20
+	ktap_test_fail "tracepoints: stacks start at their caller ('$fork' '$sc')"
+fi
+
+# 4. A wildcard attaches every event it can and counts those it cannot
+# (perf refuses to sample some, irq_vectors:irq_work_exit on x86); -v
+# names each of them, and the script runs.
+cat > "$T/all.kp" <<'EOF'
+var n = 0
+trace *:* {
+	n += 1
+}
+tick-1s {
+	exit()
+}
+trace_end {
+	printf("EVENTS %d\n", n)
+}
+EOF
+timeout 300 "$KTAP" -v "$T/all.kp" > "$T/all.out" 2>&1
+rc=$?
+events=$(sed -n 's/^EVENTS //p' "$T/all.out")
+nskip=$(sed -n 's/^ktap: \([0-9]*\) events matched by wildcards could not be attached$/\1/p' "$T/all.out")
+named=$(grep -c "^ktap: probe '\*:\*': [^ ]*:[^ ]* skipped (error -[0-9]*)$" "$T/all.out")
+if [ $rc = 0 ] && [ "${events:-0}" -gt 0 ] && [ "${nskip:-0}" = "$named" ]; then
+	ktap_test_pass "trace *:* counted $events events, ${nskip:-0} skipped and named"
+else
+	grep -v '^EVENTS' "$T/all.out" | sed 's/^/# /' | head -20
+	ktap_test_fail "trace *:* (rc $rc, events '$events', skipped '$nskip', named $named)"
+fi
+
+# 5. An event that cannot be attached fails its probe, named or matched
+# by a wildcard that matches nothing else; the tool exits non-zero at
+# once, trace_end or not.
+if [ -d /sys/kernel/tracing/events/irq_vectors/irq_work_exit ]; then
+	for spec in irq_vectors:irq_work_exit 'irq_vectors:irq_work_ex*'; do
+		printf 'trace %s { }\ntrace_end { print("END") }\n' "$spec" > "$T/none.kp"
+		timeout 60 "$KTAP" "$T/none.kp" > "$T/none.$spec.out" 2>&1
+		echo "rc $?" >> "$T/none.$spec.out"
+	done
+	one="$T/none.irq_vectors:irq_work_exit.out"
+	wild="$T/none.irq_vectors:irq_work_ex*.out"
+	if grep -q 'cannot attach probe 0 (irq_vectors:irq_work_exit): error -1' "$one" &&
+	   grep -q "none of the 1 events matching 'irq_vectors:irq_work_ex\*' can be attached" "$wild" &&
+	   grep -q '^rc 1$' "$one" && grep -q '^rc 1$' "$wild"; then
+		ktap_test_pass "nothing attached: the probe fails and ktap exits 1"
+	else
+		cat "$one" "$wild" | sed 's/^/# /'
+		ktap_test_fail "nothing attached: the probe fails and ktap exits 1"
+	fi
+else
+	ktap_test_skip "no irq_vectors:irq_work_exit event (x86 only)"
+fi
+
+ktap_finished
