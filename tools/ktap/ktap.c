@@ -37,6 +37,7 @@ struct opts {
 	const char	*instance;	/* -I: NULL for ktap-<id> */
 	int		timestamps, verbose, quiet, dry, bytecode, tree;
 	int		noread;		/* -N: the instance's readers read */
+	int		nofollow;	/* -P: not the target's children */
 	int		argbase;	/* -1 */
 	char		**args;		/* script arguments */
 	int		nargs;
@@ -60,7 +61,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -e SRC     run the one-liner SRC\n"
 	      "  -o FILE    write output (or the -b listing) to FILE\n"
-	      "  -p PID     trace only process PID\n"
+	      "  -p PID     trace only process PID and the processes it starts\n"
+	      "  -P         with -p or --: not the processes it starts\n"
 	      "  -C CPU     trace only CPU\n"
 	      "  -T         prefix each output line with a timestamp\n"
 	      "  -v         verbose: probes, hits, drops, memory\n"
@@ -84,7 +86,8 @@ static void usage(FILE *f)
 	      "  -lm DSO    list the SDT markers of an ELF binary\n"
 	      "  -V         print the tool's and the kernel's versions\n"
 	      "  -h         this help\n"
-	      "  -- cmd     start cmd, trace it, stop when it exits\n", f);
+	      "  -- cmd     start cmd, trace it and the processes it starts,\n"
+	      "             stop when it exits\n", f);
 }
 
 static long parse_int(const char *s, const char *opt)
@@ -331,7 +334,8 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
 	attr.flags = (o->dry ? KTAP_LOAD_F_DRY_RUN : 0) |
-		     (o->verbose ? KTAP_LOAD_F_VERBOSE : 0);
+		     (o->verbose ? KTAP_LOAD_F_VERBOSE : 0) |
+		     (o->nofollow ? KTAP_LOAD_F_NO_FOLLOW : 0);
 	attr.image = (uintptr_t)img;
 	attr.image_len = len;
 	attr.log_size = sizeof(log);
@@ -523,6 +527,8 @@ int main(int argc, char **argv)
 			o.quiet = 1;
 		} else if (!strcmp(a, "-N")) {
 			o.noread = 1;
+		} else if (!strcmp(a, "-P")) {
+			o.nofollow = 1;
 		} else if (!strcmp(a, "-d")) {
 			o.dry = 1;
 		} else if (!strcmp(a, "-b")) {

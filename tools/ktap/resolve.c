@@ -48,6 +48,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "exit", 0, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "cpu", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "pid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
+	{ "target_pid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "tid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "uid", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "execname", 0, 0, 0, KP_BI_CALL, NULL, 0 },
@@ -91,6 +92,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "histogram", 1, 2, 0, KP_BI_ALIAS, "print_hist", 0 },
 	{ "kdebug_dumpstack", 0, 0, 0, KP_BI_ALIAS, "print_backtrace", 0 },
 	{ "backtrace", 0, 2, 0, KP_BI_ALIAS, "stack", 0 },	/* 0.3, 0.4 */
+	{ "cpid", 0, 0, 0, KP_BI_ALIAS, "target_pid", 0 },	/* bpftrace */
 };
 #undef ANY
 

@@ -383,6 +383,7 @@ struct ktap_version {
 
 #define KTAP_LOAD_F_DRY_RUN	0x1	/* attach, but never run handlers */
 #define KTAP_LOAD_F_VERBOSE	0x2	/* name each event a wildcard skips */
+#define KTAP_LOAD_F_NO_FOLLOW	0x4	/* @pid only, not its descendants */
 
 /**
  * struct ktap_load_attr - KTAP_IOC_LOAD: verify and load an image

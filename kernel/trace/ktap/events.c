@@ -34,6 +34,7 @@
 #include <linux/err.h>
 #include <linux/error-injection.h>
 #include <linux/glob.h>
+#include <linux/hash.h>
 #include <linux/hrtimer.h>
 #include <linux/kprobes.h>
 #include <linux/namei.h>
@@ -44,7 +45,6 @@
 #include <linux/sort.h>
 #include <linux/trace_events.h>
 #include <linux/tracepoint.h>
-#include <linux/uaccess.h>
 #include <linux/unaligned.h>
 #include <linux/uprobes.h>
 #include <trace/syscall.h>
@@ -113,8 +113,9 @@ static bool ktap_tp_iterated(struct tracepoint *tp)
  * probe with kernel registers (kprobe, an interrupted kernel) unwinds
  * from them; one with user registers (uprobe, an interrupted user
  * task) has no kernel stack. The user stack is the current task's,
- * walked by frame pointer without faulting, and none in NMI while user
- * memory cannot be read there (nmi_uaccess_okay()).
+ * walked by frame pointer without faulting; none in NMI, which may have
+ * come in while the CPU switches between address spaces (perf checks
+ * nmi_uaccess_okay(), which modules cannot call).
  *
  * Return: the number of addresses stored.
  */
@@ -126,8 +127,7 @@ static unsigned int ktap_event_stack(struct ktap_event *ev,
 
 	if (user) {
 		if (!IS_ENABLED(CONFIG_USER_STACKTRACE_SUPPORT) ||
-		    !current->mm || (current->flags & PF_KTHREAD) ||
-		    (in_nmi() && !nmi_uaccess_okay()))
+		    !current->mm || (current->flags & PF_KTHREAD) || in_nmi())
 			return 0;
 		return stack_trace_save_user(store, size);
 	}
@@ -150,12 +150,178 @@ static unsigned int ktap_event_stack(struct ktap_event *ev,
 	return stack_trace_save_regs(ev->regs, store, size, 0);
 }
 
+static struct tracepoint *ktap_tp_fork, *ktap_tp_exit;
+
 static void ktap_find_sys_tp(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "sys_enter"))
 		ktap_tp_sys_enter = tp;
 	else if (!strcmp(tp->name, "sys_exit"))
 		ktap_tp_sys_exit = tp;
+	else if (!strcmp(tp->name, "sched_process_fork"))
+		ktap_tp_fork = tp;
+	else if (!strcmp(tp->name, "sched_process_exit"))
+		ktap_tp_exit = tp;
+}
+
+/*
+ * The processes a session with a target follows: the target's
+ * descendants, by global tgid, added when their parent forks them and
+ * removed when their last thread exits. An open-addressing set that
+ * fork and exit change without a lock (cmpxchg on a slot) and handlers
+ * read in any context. A removed tgid leaves a tombstone that a later
+ * one may take; a set without a free slot follows no more processes
+ * and counts them in @missed.
+ */
+#define KTAP_FOLLOW_BITS	12
+#define KTAP_FOLLOW_SLOTS	(1U << KTAP_FOLLOW_BITS)
+#define KTAP_FOLLOW_GONE	((u32)-1)
+
+struct ktap_follow {
+	pid_t		root;
+	atomic_t	missed;
+	u32		slot[KTAP_FOLLOW_SLOTS];
+};
+
+/**
+ * ktap_follows - whether @tgid is a descendant the session follows
+ * @hot: the session's hot state (its follow set, if any)
+ * @tgid: a global tgid
+ *
+ * Any context, lockless.
+ *
+ * Return: true if @tgid is in the set.
+ */
+bool ktap_follows(const struct ktap_session_hot *hot, pid_t tgid)
+{
+	const struct ktap_follow *f = READ_ONCE(hot->follow);
+	u32 i, n, v;
+
+	if (!f || tgid <= 0)
+		return false;
+	i = hash_32(tgid, KTAP_FOLLOW_BITS);
+	for (n = 0; n < KTAP_FOLLOW_SLOTS; n++, i = (i + 1) % KTAP_FOLLOW_SLOTS) {
+		v = READ_ONCE(f->slot[i]);
+		if (v == (u32)tgid)
+			return true;
+		if (!v)
+			return false;
+	}
+	return false;
+}
+
+static void ktap_follow_add(struct ktap_follow *f, pid_t tgid)
+{
+	u32 i = hash_32(tgid, KTAP_FOLLOW_BITS), n, v;
+
+	/* a new process: its tgid is in no slot, a tombstone can be reused */
+	for (n = 0; n < KTAP_FOLLOW_SLOTS; n++, i = (i + 1) % KTAP_FOLLOW_SLOTS) {
+		v = READ_ONCE(f->slot[i]);
+		if ((!v || v == KTAP_FOLLOW_GONE) &&
+		    cmpxchg(&f->slot[i], v, (u32)tgid) == v)
+			return;
+	}
+	atomic_inc(&f->missed);
+}
+
+/* sched_process_fork: a new process of a followed one is followed. */
+static void ktap_follow_fork(void *data, struct task_struct *parent,
+			     struct task_struct *child)
+{
+	struct ktap_session_hot *hot = data;
+	struct ktap_follow *f = hot->follow;
+
+	if (child->tgid == parent->tgid)
+		return;		/* a thread */
+	if (parent->tgid == f->root || ktap_follows(hot, parent->tgid))
+		ktap_follow_add(f, child->tgid);
+}
+
+/*
+ * sched_process_exit: the last thread of a followed process is gone
+ * (do_exit() took it off signal->live before this tracepoint), so that
+ * its tgid, once reused, is not traced.
+ */
+static void ktap_follow_exit(void *data, struct task_struct *p)
+{
+	struct ktap_session_hot *hot = data;
+	struct ktap_follow *f = hot->follow;
+	u32 i = hash_32(p->tgid, KTAP_FOLLOW_BITS), n, v;
+
+	if (p->tgid == f->root || atomic_read(&p->signal->live))
+		return;
+	for (n = 0; n < KTAP_FOLLOW_SLOTS; n++, i = (i + 1) % KTAP_FOLLOW_SLOTS) {
+		v = READ_ONCE(f->slot[i]);
+		if (!v)
+			return;
+		if (v == (u32)p->tgid) {
+			cmpxchg(&f->slot[i], v, KTAP_FOLLOW_GONE);
+			return;
+		}
+	}
+}
+
+/**
+ * ktap_follow_start - follow the descendants of the session's target
+ * @hot: the session's hot state; @hot->tgid is the target
+ *
+ * Process context, at LOAD, before the target can fork (a command the
+ * tool starts waits until START).
+ *
+ * Return: 0, -ENOMEM, or the error of registering on the fork and exit
+ * tracepoints (-ENOENT when the kernel has none).
+ */
+int ktap_follow_start(struct ktap_session_hot *hot)
+{
+	struct ktap_follow *f;
+	int ret;
+
+	if (!ktap_tp_fork || !ktap_tp_exit)
+		return -ENOENT;
+	f = kvzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	if (!f)
+		return -ENOMEM;
+	f->root = hot->tgid;
+	hot->follow = f;
+	ret = tracepoint_probe_register(ktap_tp_fork, ktap_follow_fork, hot);
+	if (ret)
+		goto err;
+	ret = tracepoint_probe_register(ktap_tp_exit, ktap_follow_exit, hot);
+	if (ret) {
+		tracepoint_probe_unregister(ktap_tp_fork, ktap_follow_fork, hot);
+		goto err;
+	}
+	return 0;
+err:
+	tracepoint_synchronize_unregister();
+	hot->follow = NULL;
+	kvfree(f);
+	return ret;
+}
+
+/**
+ * ktap_follow_stop - stop following; free the set
+ * @hot: the session's hot state
+ *
+ * Process context, when the session is freed: no handler runs.
+ *
+ * Return: the number of processes that were not followed for want of
+ * room in the set.
+ */
+u32 ktap_follow_stop(struct ktap_session_hot *hot)
+{
+	struct ktap_follow *f = hot->follow;
+	u32 missed;
+
+	if (!f)
+		return 0;
+	tracepoint_probe_unregister(ktap_tp_fork, ktap_follow_fork, hot);
+	tracepoint_probe_unregister(ktap_tp_exit, ktap_follow_exit, hot);
+	tracepoint_synchronize_unregister();
+	missed = atomic_read(&f->missed);
+	WRITE_ONCE(hot->follow, NULL);
+	kvfree(f);
+	return missed;
 }
 
 /*

@@ -18,6 +18,7 @@
 #include "ktap.h"
 
 struct ktap_session;
+struct ktap_follow;
 
 /*
  * The part of a session that the probe handlers read on every firing.
@@ -30,7 +31,12 @@ struct ktap_session_hot {
 	pid_t		tgid;		/* global tgid filter, or -1 */
 	int		cpu;		/* cpu filter, or -1 */
 	bool		dry_run;
+	struct ktap_follow *follow;	/* @tgid's descendants, or NULL */
 };
+
+bool ktap_follows(const struct ktap_session_hot *hot, pid_t tgid);
+int ktap_follow_start(struct ktap_session_hot *hot);
+u32 ktap_follow_stop(struct ktap_session_hot *hot);
 
 /**
  * struct ktap_handler - one ATTACH of the main chunk
@@ -74,7 +80,8 @@ static __always_inline void ktap_handler_fire(struct ktap_handler *h,
 	if (h->filter) {
 		if (hot->cpu >= 0 && hot->cpu != raw_smp_processor_id())
 			return;
-		if (hot->tgid >= 0 && hot->tgid != current->tgid)
+		if (hot->tgid >= 0 && hot->tgid != current->tgid &&
+		    !ktap_follows(hot, current->tgid))
 			return;
 	}
 	ev->probe = h->probe;

@@ -155,10 +155,13 @@ struct ktap_host_ops {
  * struct ktap_vm_opts - load-time knobs, from struct ktap_load_attr
  * @mem_limit: pool size in bytes
  * @insn_budget: instructions one handler run may execute
+ * @target_pid: what target_pid() returns: the process traced, as the
+ *		caller names it, or 0
  */
 struct ktap_vm_opts {
 	size_t	mem_limit;
 	u32	insn_budget;
+	s32	target_pid;
 };
 
 struct ktap_vm *ktap_vm_load(const void *image, size_t len,

@@ -567,7 +567,8 @@ static int ktap_check_attr(const struct ktap_load_attr *attr)
 {
 	if (memchr_inv(attr->__reserved, 0, sizeof(attr->__reserved)))
 		return -EINVAL;
-	if (attr->flags & ~(KTAP_LOAD_F_DRY_RUN | KTAP_LOAD_F_VERBOSE))
+	if (attr->flags & ~(KTAP_LOAD_F_DRY_RUN | KTAP_LOAD_F_VERBOSE |
+			    KTAP_LOAD_F_NO_FOLLOW))
 		return -EINVAL;
 	if (!attr->image_len)
 		return -EINVAL;
@@ -707,6 +708,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	opts.mem_limit = (size_t)(attr.mem_limit_kb ?: KTAP_DEFAULT_MEM_KB) *
 			 1024;
 	opts.insn_budget = attr.insn_budget ?: KTAP_DEFAULT_BUDGET;
+	opts.target_pid = tgid >= 0 ? attr.pid : 0;
 	vm = ktap_vm_load(image, attr.image_len, &opts, &ktap_host_ops, sess,
 			  log, klog_size);
 	kvfree(image);
@@ -720,17 +722,21 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	}
 
 	sess->hot.vm = vm;
+	sess->hot.tgid = tgid;
 	ret = ktap_check_probes(sess, log, klog_size);
+	if (!ret && tgid >= 0 && !(attr.flags & KTAP_LOAD_F_NO_FOLLOW))
+		ret = ktap_follow_start(&sess->hot);
 	if (!ret)
 		ret = ktap_alloc_output(sess, &attr);
 	if (ret) {
+		ktap_follow_stop(&sess->hot);
+		sess->hot.tgid = -1;
 		sess->hot.vm = NULL;
 		ktap_vm_free(vm);
 		if (ktap_copy_log(&attr, log, log_size))
 			ret = -EFAULT;
 		goto out_log;
 	}
-	sess->hot.tgid = tgid;
 	sess->hot.cpu = attr.cpu;
 	sess->hot.dry_run = attr.flags & KTAP_LOAD_F_DRY_RUN;
 	sess->verbose = attr.flags & KTAP_LOAD_F_VERBOSE;
@@ -1023,6 +1029,7 @@ static __poll_t ktap_session_poll(struct ktap_session *sess, struct file *file,
 static void ktap_session_free(struct ktap_session *sess)
 {
 	irq_work_sync(&sess->wake_work);
+	ktap_follow_stop(&sess->hot);
 	/* no handler runs any more: the instance can go */
 	ktap_output_destroy(sess->out);
 	if (sess->hot.vm)

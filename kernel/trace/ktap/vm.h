@@ -247,6 +247,7 @@ struct ktap_vm {
 	const struct ktap_host_ops	*host_ops;
 	void				*host;
 	u32				insn_budget;
+	s32				target_pid;
 	u32				main_budget;
 
 	atomic_t			halted;		/* exit() or error */
@@ -448,6 +449,7 @@ int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 	X(exit,			0, 1, 0)			\
 	X(cpu,			0, 0, 0)			\
 	X(pid,			0, 0, 0)			\
+	X(target_pid,		0, 0, 0)			\
 	X(tid,			0, 0, 0)			\
 	X(uid,			0, 0, 0)			\
 	X(execname,		0, 0, 0)			\

@@ -483,6 +483,14 @@ static int ktap_bi_pid(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
+/* The process given with -p or started after --, 0 without one. */
+static int ktap_bi_target_pid(struct ktap_exec *x, struct ktap_value *ret,
+			      struct ktap_value *args, u32 nargs)
+{
+	ktap_value_int(ret, x->vm->target_pid);
+	return 0;
+}
+
 static int ktap_bi_tid(struct ktap_exec *x, struct ktap_value *ret,
 		       struct ktap_value *args, u32 nargs)
 {

@@ -580,6 +580,7 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 		return ktap_reject(ld, KTAP_VERR_BUDGET, "options (%u > %u)",
 				   vm->insn_budget, KTAP_MAX_INSN_BUDGET);
 	vm->main_budget = KTAP_MAIN_BUDGET;
+	vm->target_pid = opts ? opts->target_pid : 0;
 	if (ktap_pool_init(&vm->pool, mem) ||
 	    ktap_strset_init(&vm->strs, mem))
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "pool");

@@ -954,7 +954,7 @@ static const struct {
 	{ "print", 0, 255 }, { "printf", 1, 255 }, { "len", 1, 1 },
 	{ "delete", 1, 2 }, { "table_count", 1, 1 }, { "pairs", 1, 1 },
 	{ "sort_pairs", 1, 2 }, { "exit", 0, 1 }, { "cpu", 0, 0 },
-	{ "pid", 0, 0 }, { "tid", 0, 0 }, { "uid", 0, 0 },
+	{ "pid", 0, 0 }, { "target_pid", 0, 0 }, { "tid", 0, 0 }, { "uid", 0, 0 },
 	{ "execname", 0, 0 }, { "arch", 0, 0 }, { "kernel_v", 0, 0 },
 	{ "num_cpus", 0, 0 }, { "in_interrupt", 0, 0 }, { "in_iowait", 0, 0 },
 	{ "gettimeofday_ns", 0, 0 }, { "print_hist", 1, 2 }, { "ptable", 0, 0 },

@@ -4,7 +4,7 @@
 # Probe kinds and what a probe sees, through tools/ktap/ktap in the guest
 # (the tracer, not the KTAP output format this test prints): stacks taken
 # from the probe's context, kernel and user, named; wildcards that attach
-# what they can.
+# what they can; targets followed into their children.
 #
 # KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
 # ktap in PATH).
@@ -26,7 +26,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 5
+ktap_set_plan 7
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -187,6 +187,56 @@ if [ -d /sys/kernel/tracing/events/irq_vectors/irq_work_exit ]; then
 	fi
 else
 	ktap_test_skip "no irq_vectors:irq_work_exit event (x86 only)"
+fi
+
+# 6-7. A target (-- cmd, -p) is followed into the processes it starts,
+# children and grandchildren, and no other process is traced; -P traces
+# the target alone. target_pid (bpftrace's cpid) is the target.
+cat > "$T/follow.kp" <<'EOF'
+var seen = {}
+trace syscalls:sys_enter_openat {
+	seen[execname] += 1
+}
+trace_end {
+	for (name, n in pairs(seen)) {
+		printf("SAW %s\n", name)
+	}
+	printf("TARGET %d\n", cpid)
+}
+EOF
+noise() {
+	while [ -e "$T/noise" ]; do
+		dd if=/dev/zero of=/dev/null count=1 2>/dev/null
+	done
+}
+touch "$T/noise"
+noise &
+npid=$!
+for mode in follow alone; do
+	flag=
+	[ $mode = alone ] && flag=-P
+	timeout 60 "$KTAP" -q $flag "$T/follow.kp" -- sh -c \
+		'cat /proc/version > /dev/null; sh -c "ls / > /dev/null"; sleep 0.5' \
+		> "$T/$mode.out" 2>&1
+	echo "rc $?" >> "$T/$mode.out"
+done
+rm -f "$T/noise"
+wait $npid
+saw() { grep -qx "SAW $2" "$T/$1.out"; }
+target=$(sed -n 's/^TARGET //p' "$T/follow.out")
+if grep -qx 'rc 0' "$T/follow.out" && saw follow sh && saw follow cat &&
+   saw follow ls && ! saw follow dd && [ "${target:-0}" -gt 0 ]; then
+	ktap_test_pass "-- cmd follows its children and grandchildren, nothing else (target $target)"
+else
+	sed 's/^/# /' "$T/follow.out"
+	ktap_test_fail "-- cmd follows its children and grandchildren, nothing else"
+fi
+if grep -qx 'rc 0' "$T/alone.out" && saw alone sh && ! saw alone cat &&
+   ! saw alone ls && ! saw alone dd; then
+	ktap_test_pass "-P traces the target alone"
+else
+	sed 's/^/# /' "$T/alone.out"
+	ktap_test_fail "-P traces the target alone"
 fi
 
 ktap_finished
