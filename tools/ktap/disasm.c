@@ -26,7 +26,8 @@ static const struct {
 #undef __KP_OPINFO
 
 static const char *const probe_type[KTAP_PROBE__COUNT] = {
-	"tracepoint", "kprobe", "uprobe", "timer", "profile", "end",
+	"tracepoint", "kprobe", "uprobe", "timer", "profile", "end", "perf",
+	"watchpoint",
 };
 
 struct dis {
@@ -309,6 +310,16 @@ int kp_disasm(FILE *out, const void *image, uint32_t len,
 		    pr[i].type == KTAP_PROBE_PROFILE)
 			fprintf(out, " period %lluns",
 				(unsigned long long)pr[i].arg);
+		else if (pr[i].type == KTAP_PROBE_PERF)
+			fprintf(out, " period %llu",
+				(unsigned long long)pr[i].arg);
+		else if (pr[i].type == KTAP_PROBE_WATCH)
+			fprintf(out, " address 0x%llx length %u%s%s%s",
+				(unsigned long long)pr[i].arg,
+				pr[i].attr & KTAP_WATCH_LEN_MASK,
+				pr[i].attr & KTAP_WATCH_R ? " r" : "",
+				pr[i].attr & KTAP_WATCH_W ? " w" : "",
+				pr[i].attr & KTAP_WATCH_X ? " x" : "");
 		else if (pr[i].arg)
 			fprintf(out, " offset 0x%llx",
 				(unsigned long long)pr[i].arg);

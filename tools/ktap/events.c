@@ -400,10 +400,19 @@ static const struct kp_names *function_list(struct kp_state *S, int kallsyms)
  *
  * Return: the address, or 0 after reporting an error.
  */
+static uint64_t ksym_lookup(struct kp_state *S, const char *name, size_t len,
+			    uint32_t line, uint32_t col);
+
 uint64_t kp_ksym_addr(struct kp_state *S, const struct kp_token *t)
 {
+	return ksym_lookup(S, t->str.s, t->str.len, t->line, t->col);
+}
+
+static uint64_t ksym_lookup(struct kp_state *S, const char *name, size_t len,
+			    uint32_t line, uint32_t col)
+{
 	const char *path = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
-	size_t len = t->str.len;
+	char sym[256];
 	int seen = 0;
 	char *p, *nl;
 
@@ -424,14 +433,15 @@ uint64_t kp_ksym_addr(struct kp_state *S, const struct kp_token *t)
 			continue;
 		addr = strtoull(p, NULL, 16);
 		seen |= addr != 0;
-		if (!strncmp(sp + 3, t->str.s, len) &&
+		if (!strncmp(sp + 3, name, len) &&
 		    strchr(" \t\n", sp[3 + len] ? sp[3 + len] : '\n') && addr)
 			return addr;
 	}
+	snprintf(sym, sizeof(sym), "%.*s", (int)len, name);
 	if (!seen)
-		kp_error(S, t->line, t->col, KP_E_KSYM_HIDDEN, t->str.s, path);
+		kp_error(S, line, col, KP_E_KSYM_HIDDEN, sym, path);
 	else
-		kp_error(S, t->line, t->col, KP_E_KSYM_UNKNOWN, t->str.s, path);
+		kp_error(S, line, col, KP_E_KSYM_UNKNOWN, sym, path);
 	return 0;
 }
 
@@ -880,6 +890,164 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 	return 1;
 }
 
+/* ---- perf events and watchpoints ---- */
+
+/* The perf events the kernel's KTAP_PROBE_PERF knows, as perf names them. */
+static const char *const perf_events[] = {
+	"software:cpu-clock", "software:task-clock", "software:page-faults",
+	"software:faults", "software:minor-faults", "software:major-faults",
+	"software:context-switches", "software:cs", "software:cpu-migrations",
+	"software:migrations", "software:alignment-faults",
+	"software:emulation-faults",
+	"hardware:cycles", "hardware:cpu-cycles", "hardware:instructions",
+	"hardware:cache-references", "hardware:cache-misses",
+	"hardware:branch-instructions", "hardware:branches",
+	"hardware:branch-misses", "hardware:bus-cycles", "hardware:ref-cycles",
+};
+
+int kp_kfunc_list(const char *glob)
+{
+	char path[600], line[512];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/available_filter_functions",
+		 kp_tracefs(NULL));
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "ktap: cannot read %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, " \t\n")] = '\0';
+		if (*line && !fnmatch(glob, line, 0)) {
+			printf("probe:%s\n", line);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return !found;
+}
+
+int kp_perf_list(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(perf_events) / sizeof(perf_events[0]); i++)
+		printf("%s\n", perf_events[i]);
+	printf("watchpoint:SYMBOL[+OFF]:LEN:MODE\nwatchpoint:0xADDR:LEN:MODE\n");
+	return 0;
+}
+
+/* software:NAME[:PERIOD] and hardware:NAME[:PERIOD] */
+static uint32_t perf_resolve(struct kp_state *S, const char *spec,
+			     uint32_t line, uint32_t col, uint32_t *first)
+{
+	const char *colon = strchr(spec + 9, ':');
+	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+	unsigned long long period = 0;
+	struct ktap_bc_probe p;
+	char name[64], *end;
+	size_t i;
+
+	if (len >= sizeof(name))
+		len = sizeof(name) - 1;
+	memcpy(name, spec, len);
+	name[len] = '\0';
+	for (i = 0; i < sizeof(perf_events) / sizeof(perf_events[0]); i++)
+		if (!strcmp(name, perf_events[i]))
+			break;
+	if (i == sizeof(perf_events) / sizeof(perf_events[0])) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "unknown perf event (ktap -lp lists them)");
+		return 0;
+	}
+	if (colon) {
+		errno = 0;
+		period = strtoull(colon + 1, &end, 10);
+		if (errno || end == colon + 1 || *end || !period) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "the sample period after the name must be a positive number");
+			return 0;
+		}
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = KTAP_PROBE_PERF;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = kp_strtab(S, name, (uint32_t)strlen(name));
+	p.arg = period;
+	*first = kp_probe_add(S, &p);
+	return 1;
+}
+
+/* watchpoint:SYMBOL[+OFF]:LEN:MODE or watchpoint:0xADDR:LEN:MODE */
+static uint32_t watch_resolve(struct kp_state *S, const char *spec,
+			      uint32_t line, uint32_t col, uint32_t *first)
+{
+	const char *what = spec + 11, *c1 = strchr(what, ':'), *c2, *m;
+	unsigned long long addr, off = 0;
+	struct ktap_bc_probe p;
+	uint32_t mode = 0;
+	char *end;
+	long len;
+
+	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c1 || !c2 || c1 == what || strchr(c2 + 1, ':')) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected watchpoint:SYMBOL[+OFF]:LEN:MODE or watchpoint:0xADDR:LEN:MODE");
+		return 0;
+	}
+	len = strtol(c1 + 1, &end, 10);
+	if (end != c2 || (len != 1 && len != 2 && len != 4 && len != 8)) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "the length must be 1, 2, 4 or 8 bytes");
+		return 0;
+	}
+	for (m = c2 + 1; *m; m++)
+		mode |= *m == 'r' ? KTAP_WATCH_R : *m == 'w' ? KTAP_WATCH_W :
+			*m == 'x' ? KTAP_WATCH_X : 0x80000000;
+	if (!mode || (mode & 0x80000000) ||
+	    ((mode & KTAP_WATCH_X) && mode != KTAP_WATCH_X)) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "the mode must be r, w, rw or x");
+		return 0;
+	}
+	if (!strncmp(what, "0x", 2)) {
+		errno = 0;
+		addr = strtoull(what, &end, 16);
+		if (errno || end != c1 || !addr) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "bad address");
+			return 0;
+		}
+	} else {
+		const char *plus = memchr(what, '+', (size_t)(c1 - what));
+
+		if (plus) {
+			errno = 0;
+			off = strtoull(plus + 1, &end, 0);
+			if (errno || end != c1) {
+				kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+					 "bad offset after the symbol");
+				return 0;
+			}
+		}
+		addr = ksym_lookup(S, what, (size_t)((plus ? plus : c1) - what),
+				   line, col);
+		if (!addr)
+			return 0;
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = KTAP_PROBE_WATCH;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = kp_strtab(S, what, (uint32_t)(c1 - what));
+	p.arg = addr + off;
+	p.attr = mode | (uint32_t)len;
+	*first = kp_probe_add(S, &p);
+	return 1;
+}
+
 static uint32_t resolve_one(struct kp_state *S, const char *spec,
 			    enum kp_spec_form form, uint32_t line,
 			    uint32_t col, uint32_t *first,
@@ -975,6 +1143,10 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 		}
 		return kprobe_resolve(S, spec, rest, line, col, first);
 	}
+	if (!strncmp(spec, "software:", 9) || !strncmp(spec, "hardware:", 9))
+		return perf_resolve(S, spec, line, col, first);
+	if (!strncmp(spec, "watchpoint:", 11))
+		return watch_resolve(S, spec, line, col, first);
 	if (!strncmp(spec, "ftrace:", 7)) {
 		kp_error(S, line, col, KP_E_UNSUPPORTED, spec,
 			 "use probe:FUNCTION (a kprobe) instead");

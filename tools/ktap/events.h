@@ -62,6 +62,10 @@ int kp_events_list(const char *glob);
 int kp_check_kfuncs(struct kp_state *S);
 /* ktap -lf DSO: print function symbols of an ELF binary. */
 int kp_elf_list(const char *path);
+/* ktap -lp: the perf events and the watchpoint forms */
+int kp_perf_list(void);
+/* ktap -lk: the kernel functions a kprobe wildcard expands over */
+int kp_kfunc_list(const char *glob);
 
 /* An ELF file mapped read-only; see events.c. */
 struct kp_elf {

@@ -82,6 +82,8 @@ static void usage(FILE *f)
 	      "  -A         print the resolved syntax tree and exit\n"
 	      "  -b         print the bytecode and exit (needs no kernel)\n"
 	      "  -le [GLOB] list events (SYSTEM:EVENT) matching GLOB\n"
+	      "  -lk [GLOB] list the kernel functions probe:FUNC can trace\n"
+	      "  -lp        list the perf events and watchpoint forms\n"
 	      "  -lf DSO    list the functions of an ELF binary\n"
 	      "  -lm DSO    list the SDT markers of an ELF binary\n"
 	      "  -V         print the tool's and the kernel's versions\n"
@@ -511,6 +513,13 @@ int main(int argc, char **argv)
 					   argv[i + 1] : NULL;
 
 			return kp_events_list(glob);
+		} else if (!strcmp(a, "-lp")) {
+			return kp_perf_list();
+		} else if (!strcmp(a, "-lk")) {
+			const char *glob = i + 1 < argc && argv[i + 1][0] != '-' ?
+					   argv[i + 1] : "*";
+
+			return kp_kfunc_list(glob);
 		} else if (!strcmp(a, "-lf") || !strcmp(a, "-lm")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ktap: %s needs a binary\n", a);

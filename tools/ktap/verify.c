@@ -272,11 +272,14 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 		if (pr[i].type >= KTAP_PROBE__COUNT ||
 		    (pr[i].flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
 		    pr[i].__reserved[0] || pr[i].__reserved[1] ||
-		    pr[i].__reserved[2] || pr[i].__reserved[3])
+		    pr[i].__reserved[2] ||
+		    (pr[i].attr && pr[i].type != KTAP_PROBE_WATCH))
 			FAIL("probe %u", i);
-		if (pr[i].type == KTAP_PROBE_TRACEPOINT &&
+		if (pr[i].type != KTAP_PROBE_TIMER &&
+		    pr[i].type != KTAP_PROBE_PROFILE &&
+		    pr[i].type != KTAP_PROBE_END &&
 		    !name_at(h, img, pr[i].target))
-			FAIL("probe %u: no SYSTEM:EVENT target", i);
+			FAIL("probe %u: no target", i);
 		if ((pr[i].type == KTAP_PROBE_TIMER ||
 		     pr[i].type == KTAP_PROBE_PROFILE) &&
 		    (pr[i].arg < 10000 || pr[i].arg > 3600000000000ULL))

@@ -295,7 +295,14 @@ struct ktap_bc_field {
 	__u32	name;			/* strtab: field name */
 };
 
-/* The first three need a target; the others have none (NO_STR). */
+/*
+ * Tracepoints, kprobes, uprobes, perf events and watchpoints need a
+ * target; timers, profiles and END have none (NO_STR). A perf event's
+ * target is "software:NAME" or "hardware:NAME" as perf(1) names it
+ * (cpu-clock, cycles), its arg the sample period (0: a default). A
+ * watchpoint's target is the symbol or address as written, for
+ * messages; its arg the kernel address, its attr KTAP_WATCH_* | length.
+ */
 enum ktap_probe_type {
 	KTAP_PROBE_TRACEPOINT,		/* target: SYSTEM:EVENT, * ? globs */
 	KTAP_PROBE_KPROBE,		/* target: symbol, arg: offset */
@@ -303,8 +310,16 @@ enum ktap_probe_type {
 	KTAP_PROBE_TIMER,		/* arg: period in ns, one CPU */
 	KTAP_PROBE_PROFILE,		/* arg: period in ns, every CPU */
 	KTAP_PROBE_END,			/* runs once when tracing stops */
+	KTAP_PROBE_PERF,		/* target: software:NAME, arg: period */
+	KTAP_PROBE_WATCH,		/* arg: address, attr: mode | length */
 	KTAP_PROBE__COUNT
 };
+
+/* KTAP_PROBE_WATCH attr: an access mode or two, and 1, 2, 4 or 8 bytes */
+#define KTAP_WATCH_R		0x100
+#define KTAP_WATCH_W		0x200
+#define KTAP_WATCH_X		0x400
+#define KTAP_WATCH_LEN_MASK	0xff
 
 #define KTAP_PROBE_F_RETURN	0x1	/* kretprobe / uretprobe */
 /*
@@ -321,7 +336,8 @@ struct ktap_bc_probe {
 	__u32	spec;			/* strtab: event definition as written */
 	__u32	target;			/* strtab: see the types */
 	__u64	arg;
-	__u32	__reserved[4];		/* must be 0 */
+	__u32	attr;			/* KTAP_PROBE_WATCH only, else 0 */
+	__u32	__reserved[3];		/* must be 0 */
 };
 
 /* Limits the kernel enforces; the tool checks them first. */

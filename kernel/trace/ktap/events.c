@@ -36,6 +36,7 @@
 #include <linux/glob.h>
 #include <linux/hash.h>
 #include <linux/hrtimer.h>
+#include <linux/hw_breakpoint.h>
 #include <linux/kprobes.h>
 #include <linux/namei.h>
 #include <linux/perf_event.h>
@@ -174,7 +175,7 @@ static void ktap_find_sys_tp(struct tracepoint *tp, void *priv)
  * and counts them in @missed.
  */
 #define KTAP_FOLLOW_BITS	12
-#define KTAP_FOLLOW_SLOTS	(1U << KTAP_FOLLOW_BITS)
+#define KTAP_FOLLOW_SLOTS	BIT(KTAP_FOLLOW_BITS)
 #define KTAP_FOLLOW_GONE	((u32)-1)
 
 struct ktap_follow {
@@ -2248,14 +2249,10 @@ static void ktap_profile_overflow(struct perf_event *event,
 	ktap_handler_fire(h, &pev.ev);
 }
 
-static int ktap_profile_attach(struct ktap_handler *h)
+/* One counter per allowed CPU of @attr, firing @h; named @name. */
+static int ktap_counter_attach(struct ktap_handler *h,
+			       struct perf_event_attr *attr, const char *name)
 {
-	struct perf_event_attr attr = {
-		.type		= PERF_TYPE_SOFTWARE,
-		.size		= sizeof(attr),
-		.config		= PERF_COUNT_SW_CPU_CLOCK,
-		.sample_period	= h->bp->arg,
-	};
 	struct ktap_profile *p;
 	u32 room = num_possible_cpus();
 	int ret;
@@ -2264,10 +2261,10 @@ static int ktap_profile_attach(struct ktap_handler *h)
 	if (!p)
 		return -ENOMEM;
 	p->nr = room;
-	ktap_period_name(p->name, "profile", h->bp->arg);
+	strscpy(p->name, name, sizeof(p->name));
 	/* Published before any counter can fire. */
 	WRITE_ONCE(h->priv, p);
-	ret = ktap_perf_create(h, &attr, ktap_profile_overflow, h, p->events,
+	ret = ktap_perf_create(h, attr, ktap_profile_overflow, h, p->events,
 			       room);
 	if (ret < 0) {
 		ktap_perf_release(p->events, room);
@@ -2277,6 +2274,114 @@ static int ktap_profile_attach(struct ktap_handler *h)
 		return ret;
 	}
 	return 0;
+}
+
+static int ktap_profile_attach(struct ktap_handler *h)
+{
+	struct perf_event_attr attr = {
+		.type		= PERF_TYPE_SOFTWARE,
+		.size		= sizeof(attr),
+		.config		= PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period	= h->bp->arg,
+	};
+	char name[KTAP_NAME_LEN];
+
+	ktap_period_name(name, "profile", h->bp->arg);
+	return ktap_counter_attach(h, &attr, name);
+}
+
+/*
+ * The perf events a KTAP_PROBE_PERF probe may name, as perf(1) names
+ * them, with the sample period used when the probe gives none: every
+ * event for the counts, a millisecond for the clocks, a million for
+ * the hardware counters.
+ */
+static const struct ktap_perf_name {
+	const char	*name;
+	u32		type;
+	u64		config;
+	u64		period;
+} ktap_perf_names[] = {
+	{ "software:cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, NSEC_PER_MSEC },
+	{ "software:task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, NSEC_PER_MSEC },
+	{ "software:page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 1 },
+	{ "software:faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 1 },
+	{ "software:minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN, 1 },
+	{ "software:major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1 },
+	{ "software:context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 1 },
+	{ "software:cs", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 1 },
+	{ "software:cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, 1 },
+	{ "software:migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS, 1 },
+	{ "software:alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS, 1 },
+	{ "software:emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS, 1 },
+	{ "hardware:cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1000000 },
+	{ "hardware:cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 1000000 },
+	{ "hardware:instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 1000000 },
+	{ "hardware:cache-references", PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_CACHE_REFERENCES, 1000000 },
+	{ "hardware:cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, 1000000 },
+	{ "hardware:branch-instructions", PERF_TYPE_HARDWARE,
+	  PERF_COUNT_HW_BRANCH_INSTRUCTIONS, 1000000 },
+	{ "hardware:branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, 1000000 },
+	{ "hardware:branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 1000000 },
+	{ "hardware:bus-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES, 1000000 },
+	{ "hardware:ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES, 1000000 },
+};
+
+static const struct ktap_perf_name *ktap_perf_lookup(const char *name)
+{
+	u32 i;
+
+	for (i = 0; name && i < ARRAY_SIZE(ktap_perf_names); i++)
+		if (!strcmp(name, ktap_perf_names[i].name))
+			return &ktap_perf_names[i];
+	return NULL;
+}
+
+static int ktap_perf_probe_attach(struct ktap_handler *h)
+{
+	const char *name = ktap_vm_str(h->hot->vm, h->bp->target);
+	const struct ktap_perf_name *pn = ktap_perf_lookup(name);
+	struct perf_event_attr attr = { .size = sizeof(attr) };
+	int ret;
+
+	if (!pn)
+		return -EINVAL;		/* ktap_probe_check() said why */
+	attr.type = pn->type;
+	attr.config = pn->config;
+	attr.sample_period = h->bp->arg ?: pn->period;
+	ret = ktap_counter_attach(h, &attr, name);
+	if (ret == -ENOENT || ret == -EOPNOTSUPP || ret == -ENODEV)
+		ktap_session_printf(h->sess,
+				    "ktap: probe '%s': this machine has no %s counter (error %d)\n",
+				    ktap_vm_str(h->hot->vm, h->bp->spec) ?: name,
+				    name, ret);
+	return ret;
+}
+
+static int ktap_watch_attach(struct ktap_handler *h)
+{
+	struct perf_event_attr attr;
+	u32 mode = h->bp->attr & ~KTAP_WATCH_LEN_MASK;
+	const char *spec = ktap_vm_str(h->hot->vm, h->bp->spec) ?: "?";
+	int ret;
+
+	hw_breakpoint_init(&attr);
+	attr.bp_addr = h->bp->arg;
+	attr.bp_len = h->bp->attr & KTAP_WATCH_LEN_MASK;
+	attr.bp_type = (mode & KTAP_WATCH_R ? HW_BREAKPOINT_R : 0) |
+		       (mode & KTAP_WATCH_W ? HW_BREAKPOINT_W : 0) |
+		       (mode & KTAP_WATCH_X ? HW_BREAKPOINT_X : 0);
+	ret = ktap_counter_attach(h, &attr, spec);
+	if (ret == -ENOSPC)
+		ktap_session_printf(h->sess,
+				    "ktap: probe '%s': no debug register free (error %d)\n",
+				    spec, ret);
+	else if (ret == -EINVAL)
+		ktap_session_printf(h->sess,
+				    "ktap: probe '%s': the CPU cannot watch %#llx for %llu bytes this way (error %d)\n",
+				    spec, h->bp->arg, attr.bp_len, ret);
+	return ret;
 }
 
 static void ktap_profile_detach(struct ktap_handler *h)
@@ -2333,6 +2438,10 @@ int ktap_handler_attach(struct ktap_handler *h)
 		return ktap_timer_attach(h);
 	case KTAP_PROBE_PROFILE:
 		return ktap_profile_attach(h);
+	case KTAP_PROBE_PERF:
+		return ktap_perf_probe_attach(h);
+	case KTAP_PROBE_WATCH:
+		return ktap_watch_attach(h);
 	default:
 		return -EINVAL;
 	}
@@ -2367,6 +2476,8 @@ void ktap_handler_detach(struct ktap_handler *h)
 		ktap_timer_detach(h);
 		break;
 	case KTAP_PROBE_PROFILE:
+	case KTAP_PROBE_PERF:
+	case KTAP_PROBE_WATCH:
 		ktap_profile_detach(h);
 		break;
 	default:
@@ -2461,6 +2572,27 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 			return ktap_log(log, log_size,
 					"probe '%s': period must be between 10us and 1h\n",
 					spec);
+		break;
+	case KTAP_PROBE_PERF: {
+		const struct ktap_perf_name *pn;
+
+		pn = ktap_perf_lookup(ktap_vm_str(vm, bp->target));
+		if (!pn)
+			return ktap_log(log, log_size,
+					"probe '%s': unknown perf event '%s' (ktap -lp lists them)\n",
+					spec, ktap_vm_str(vm, bp->target));
+		/* a clock's period is in ns: no faster than a profile */
+		if (pn->period == NSEC_PER_MSEC && bp->arg &&
+		    bp->arg < KTAP_MIN_PERIOD_NS)
+			return ktap_log(log, log_size,
+					"probe '%s': a clock's period must be at least 10000 ns\n",
+					spec);
+		break;
+	}
+	case KTAP_PROBE_WATCH:
+		if (!bp->arg)
+			return ktap_log(log, log_size,
+					"probe '%s': no address to watch\n", spec);
 		break;
 	case KTAP_PROBE_UPROBE:
 	case KTAP_PROBE_END:

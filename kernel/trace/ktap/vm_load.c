@@ -90,7 +90,8 @@ const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT] = {
 	C(LINES,	"line table does not match the code"),		\
 	C(BUDGET,	"instruction budget above KTAP_MAX_INSN_BUDGET"), \
 	C(OVERRIDE,	"only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)"), \
-	C(TARGET,	"a tracepoint, kprobe or uprobe needs a target"), \
+	C(TARGET,	"this probe type needs a target"), \
+	C(WATCH,	"bad watchpoint mode or length"),		\
 	C(NOMEM,	"out of memory")
 
 #undef C
@@ -478,6 +479,18 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 	return 0;
 }
 
+/* One or two access modes, X alone, and a length the CPUs know. */
+static bool ktap_watch_attr_ok(u32 attr)
+{
+	u32 mode = attr & ~KTAP_WATCH_LEN_MASK;
+	u32 len = attr & KTAP_WATCH_LEN_MASK;
+
+	if (mode & ~(KTAP_WATCH_R | KTAP_WATCH_W | KTAP_WATCH_X) || !mode ||
+	    ((mode & KTAP_WATCH_X) && mode != KTAP_WATCH_X))
+		return false;
+	return len == 1 || len == 2 || len == 4 || len == 8;
+}
+
 /* What a probe attaches to is named by its target, except for these. */
 static bool ktap_probe_needs_target(const struct ktap_bc_probe *pr)
 {
@@ -510,6 +523,9 @@ static int ktap_check_probes(struct ktap_loader *ld)
 		if (memchr_inv(pr->__reserved, 0, sizeof(pr->__reserved)))
 			return ktap_reject(ld, KTAP_VERR_RESERVED,
 					   "probe %u", i);
+		if (pr->type == KTAP_PROBE_WATCH ? !ktap_watch_attr_ok(pr->attr) :
+		    pr->attr)
+			return ktap_reject(ld, KTAP_VERR_WATCH, "probe %u", i);
 		if (!ktap_optname_ok(vm, pr->spec) ||
 		    !ktap_optname_ok(vm, pr->target))
 			return ktap_reject(ld, KTAP_VERR_NAME, "probe %u", i);

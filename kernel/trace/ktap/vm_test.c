@@ -632,6 +632,22 @@ static void m_notarget(struct tb *tb)
 	tb->probes[tb_probe(tb, KTAP_PROBE_TRACEPOINT)].target = KTAP_BC_NO_STR;
 }
 
+static void m_attr_tp(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_TRACEPOINT)].attr = KTAP_WATCH_W | 4;
+}
+
+static void m_watch_len(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_WATCH)].attr = KTAP_WATCH_W | 3;
+}
+
+static void m_watch_rx(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_WATCH)].attr =
+		KTAP_WATCH_R | KTAP_WATCH_X | 8;
+}
+
 static void m_notarget_uprobe(struct tb *tb)
 {
 	tb->probes[tb_probe(tb, KTAP_PROBE_UPROBE)].target = KTAP_BC_NO_STR;
@@ -677,7 +693,7 @@ static void m_pspec(struct tb *tb)
 /* Where v0 images had the event id list: reserved now. */
 static void m_pids(struct tb *tb)
 {
-	tb->probes[tb_probe(tb, 0)].__reserved[3] = 3;
+	tb->probes[tb_probe(tb, 0)].__reserved[2] = 3;
 }
 
 static void m_biname(struct tb *tb)
@@ -879,9 +895,15 @@ static const struct verr_case verr_cases[] = {
 	{ "override on a tracepoint", m_override_tp, NULL, -EINVAL,
 	  "probe 0: only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)" },
 	{ "tracepoint without a target", m_notarget, NULL, -EINVAL,
-	  "probe 0: a tracepoint, kprobe or uprobe needs a target" },
+	  "probe 0: this probe type needs a target" },
 	{ "uprobe without a target", m_notarget_uprobe, NULL, -EINVAL,
-	  "probe 0: a tracepoint, kprobe or uprobe needs a target" },
+	  "probe 0: this probe type needs a target" },
+	{ "attr on a tracepoint", m_attr_tp, NULL, -EINVAL,
+	  "probe 0: bad watchpoint mode or length" },
+	{ "watchpoint length 3", m_watch_len, NULL, -EINVAL,
+	  "probe 0: bad watchpoint mode or length" },
+	{ "watchpoint rx", m_watch_rx, NULL, -EINVAL,
+	  "probe 0: bad watchpoint mode or length" },
 	{ "probe type", m_ptype, NULL, -EINVAL, "probe 0: unknown probe type" },
 	{ "probe flags", m_pflags, NULL, -EINVAL, "probe 0: unknown flags" },
 	{ "probe reserved", m_presv2, NULL, -EINVAL, "probe 0: reserved field is not zero" },

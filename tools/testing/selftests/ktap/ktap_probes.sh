@@ -4,7 +4,8 @@
 # Probe kinds and what a probe sees, through tools/ktap/ktap in the guest
 # (the tracer, not the KTAP output format this test prints): stacks taken
 # from the probe's context, kernel and user, named; wildcards that attach
-# what they can; targets followed into their children.
+# what they can; targets followed into their children; perf software
+# and hardware events, watchpoints.
 #
 # KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
 # ktap in PATH).
@@ -26,7 +27,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 7
+ktap_set_plan 10
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -237,6 +238,87 @@ if grep -qx 'rc 0' "$T/alone.out" && saw alone sh && ! saw alone cat &&
 else
 	sed 's/^/# /' "$T/alone.out"
 	ktap_test_fail "-P traces the target alone"
+fi
+
+# 8. Software perf events count for real: a program that faults in
+# 1000 fresh pages is seen faulting at least 1000 times, and context
+# switches happen.
+cat > "$T/sw.kp" <<'EOF'
+var faults = 0
+var cs = 0
+trace software:page-faults {
+	if (execname == "ktap_workload") {
+		faults += 1
+	}
+}
+trace software:context-switches:1 {
+	cs += 1
+}
+trace_end {
+	printf("FAULTS %d CS %d\n", faults, cs)
+}
+EOF
+timeout 60 "$KTAP" -q "$T/sw.kp" -- "$WORKLOAD" touch 1000 > "$T/sw.out" 2>&1
+rc=$?
+faults=$(sed -n 's/^FAULTS \([0-9]*\) .*/\1/p' "$T/sw.out")
+cs=$(sed -n 's/.* CS \([0-9]*\)$/\1/p' "$T/sw.out")
+if [ $rc = 0 ] && [ "${faults:-0}" -ge 1000 ] && [ "${faults:-0}" -lt 2000 ] &&
+   [ "${cs:-0}" -gt 0 ]; then
+	ktap_test_pass "software:page-faults saw $faults faults of 1000 pages, context-switches $cs"
+else
+	sed 's/^/# /' "$T/sw.out"
+	ktap_test_fail "software events (rc $rc, faults '$faults', cs '$cs')"
+fi
+
+# 9. A hardware watchpoint on a kernel variable fires once per write,
+# in the writer's context: panic_timeout, written by
+# /proc/sys/kernel/panic, twice; reading it does not fire a w watchpoint.
+cat > "$T/watch.kp" <<'EOF'
+var hits = 0
+trace watchpoint:panic_timeout:4:w {
+	hits += 1
+	printf("HIT %s %s\n", execname, probename)
+	print(stack(8))
+}
+trace_end {
+	printf("HITS %d\n", hits)
+}
+EOF
+old_panic=$(cat /proc/sys/kernel/panic)
+watch_work() {
+	cat /proc/sys/kernel/panic > /dev/null
+	echo "$old_panic" > /proc/sys/kernel/panic
+	sh -c "echo $old_panic > /proc/sys/kernel/panic"
+}
+trace_while "$T/watch.kp" "$T/watch.out" watch_work
+rc=$?
+if [ $rc = 0 ] && grep -qx 'HITS 2' "$T/watch.out" &&
+   grep -q '^HIT sh watchpoint:panic_timeout:4:w$' "$T/watch.out" &&
+   grep -q '^ proc_dointvec+0x' "$T/watch.out"; then
+	ktap_test_pass "watchpoint:panic_timeout:4:w fired for each of 2 writes, in proc_dointvec"
+else
+	sed 's/^/# /' "$T/watch.out" | head -30
+	ktap_test_fail "watchpoint on panic_timeout (rc $rc)"
+fi
+
+# 10. A hardware event needs a PMU: without one (QEMU TCG) it is refused
+# with a message saying so; with one it counts.
+printf 'var n = 0\ntrace hardware:instructions:100000 { n += 1 }\ntick-1s { exit() }\ntrace_end { printf("N %%d\\n", n) }\n' > "$T/hw.kp"
+timeout 60 "$KTAP" -q "$T/hw.kp" > "$T/hw.out" 2>&1
+rc=$?
+if [ -e /sys/bus/event_source/devices/cpu ]; then
+	if [ $rc = 0 ] && grep -q '^N [1-9]' "$T/hw.out"; then
+		ktap_test_pass "hardware:instructions counts on this PMU"
+	else
+		sed 's/^/# /' "$T/hw.out"
+		ktap_test_fail "hardware:instructions on this PMU (rc $rc)"
+	fi
+elif [ $rc = 1 ] &&
+     grep -q "this machine has no hardware:instructions counter" "$T/hw.out"; then
+	ktap_test_pass "hardware:instructions refused: no PMU here"
+else
+	sed 's/^/# /' "$T/hw.out"
+	ktap_test_fail "hardware:instructions without a PMU (rc $rc)"
 fi
 
 ktap_finished
