@@ -27,7 +27,7 @@ static const struct {
 
 static const char *const probe_type[KTAP_PROBE__COUNT] = {
 	"tracepoint", "kprobe", "uprobe", "timer", "profile", "end", "perf",
-	"watchpoint",
+	"watchpoint", "function",
 };
 
 struct dis {

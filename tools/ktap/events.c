@@ -1147,9 +1147,26 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 		return perf_resolve(S, spec, line, col, first);
 	if (!strncmp(spec, "watchpoint:", 11))
 		return watch_resolve(S, spec, line, col, first);
+	if (!strcmp(spec, "ftrace:function") ||
+	    !strncmp(spec, "ftrace:function:", 16)) {
+		struct ktap_bc_probe p;
+		const char *glob = spec[15] ? spec + 16 : "*";
+
+		if (!*glob || !valid_sym(glob, 1)) {
+			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+				 "expected ftrace:function[:GLOB] (function names, * ? wildcards)");
+			return 0;
+		}
+		memset(&p, 0, sizeof(p));
+		p.type = KTAP_PROBE_FTRACE;
+		p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+		p.target = kp_strtab(S, glob, (uint32_t)strlen(glob));
+		*first = kp_probe_add(S, &p);
+		return 1;
+	}
 	if (!strncmp(spec, "ftrace:", 7)) {
-		kp_error(S, line, col, KP_E_UNSUPPORTED, spec,
-			 "use probe:FUNCTION (a kprobe) instead");
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "the ftrace probe is ftrace:function[:GLOB]");
 		return 0;
 	}
 	if (!strncmp(spec, "sdt:", 4)) {

@@ -38,7 +38,7 @@
 #define KP_MAX_PARAMS		32
 #define KP_MAX_RETURNS		16		/* values of one return */
 #define KP_MAX_ERRORS		20		/* then stop */
-#define KP_MAX_KPROBE_GLOB	256		/* kprobes one wildcard may add */
+#define KP_MAX_KPROBE_GLOB	KTAP_MAX_PROBES	/* kprobes one wildcard may add */
 #define KP_MAX_ARGS		64		/* script arguments */
 
 /*

@@ -386,6 +386,48 @@ static int lx_period(struct kp_lexer *L, const char *start, size_t n)
 	return 1;
 }
 
+/*
+ * The original's function probe, `trace ftrace:function` followed by
+ * the filter "ip==GLOB" between slashes: ftrace's function filter, a
+ * glob, not an expression. It becomes the event ftrace:function:GLOB.
+ */
+static void lx_ftrace_filter(struct kp_lexer *L, struct kp_token *t)
+{
+	const char *p = L->p, *glob, *gend;
+	size_t n;
+	char *s;
+
+	if (p >= L->end || *p != '/')
+		return;
+	for (p++; p < L->end && (*p == ' ' || *p == '\t'); p++)
+		;
+	if (L->end - p < 4 || memcmp(p, "ip", 2))
+		return;
+	for (p += 2; p < L->end && (*p == ' ' || *p == '\t'); p++)
+		;
+	if (L->end - p < 2 || memcmp(p, "==", 2))
+		return;
+	for (p += 2; p < L->end && (*p == ' ' || *p == '\t'); p++)
+		;
+	glob = p;
+	while (p < L->end && *p != '/' && *p != ' ' && *p != '\t' &&
+	       *p != '\n')
+		p++;
+	gend = p;
+	while (p < L->end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p >= L->end || *p != '/' || gend == glob)
+		return;
+	n = 16 + (size_t)(gend - glob);
+	s = kp_alloc(&L->S->arena, n + 1);
+	memcpy(s, "ftrace:function:", 16);
+	memcpy(s + 16, glob, (size_t)(gend - glob));
+	s[n] = '\0';
+	t->str.s = s;
+	t->str.len = (uint32_t)n;
+	L->p = p + 1;
+}
+
 /* The raw event definition after `trace`. */
 static void lx_eventdef(struct kp_lexer *L)
 {
@@ -406,6 +448,8 @@ static void lx_eventdef(struct kp_lexer *L)
 	t = lx_push(L, TK_EVENTDEF, start);
 	t->str.s = kp_strndup(&L->S->arena, start, (size_t)(end - start));
 	t->str.len = (uint32_t)(end - start);
+	if (t->str.len == 15 && !memcmp(start, "ftrace:function", 15))
+		lx_ftrace_filter(L, t);
 }
 
 void kp_lex(struct kp_state *S)

@@ -93,6 +93,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "kdebug_dumpstack", 0, 0, 0, KP_BI_ALIAS, "print_backtrace", 0 },
 	{ "backtrace", 0, 2, 0, KP_BI_ALIAS, "stack", 0 },	/* 0.3, 0.4 */
 	{ "cpid", 0, 0, 0, KP_BI_ALIAS, "target_pid", 0 },	/* bpftrace */
+	{ "ipof", 1, 1, 0, KP_BI_ALIAS, "ksym", 0 },		/* 0.4 */
 };
 #undef ANY
 

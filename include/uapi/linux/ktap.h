@@ -296,8 +296,8 @@ struct ktap_bc_field {
 };
 
 /*
- * Tracepoints, kprobes, uprobes, perf events and watchpoints need a
- * target; timers, profiles and END have none (NO_STR). A perf event's
+ * Tracepoints, kprobes, uprobes, perf events, watchpoints and function
+ * probes need a target; timers, profiles and END have none (NO_STR). A perf event's
  * target is "software:NAME" or "hardware:NAME" as perf(1) names it
  * (cpu-clock, cycles), its arg the sample period (0: a default). A
  * watchpoint's target is the symbol or address as written, for
@@ -312,6 +312,7 @@ enum ktap_probe_type {
 	KTAP_PROBE_END,			/* runs once when tracing stops */
 	KTAP_PROBE_PERF,		/* target: software:NAME, arg: period */
 	KTAP_PROBE_WATCH,		/* arg: address, attr: mode | length */
+	KTAP_PROBE_FTRACE,		/* target: function glob (ftrace) */
 	KTAP_PROBE__COUNT
 };
 

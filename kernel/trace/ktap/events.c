@@ -33,6 +33,7 @@
 #include <linux/cpu.h>
 #include <linux/err.h>
 #include <linux/error-injection.h>
+#include <linux/ftrace.h>
 #include <linux/glob.h>
 #include <linux/hash.h>
 #include <linux/hrtimer.h>
@@ -2384,6 +2385,130 @@ static int ktap_watch_attach(struct ktap_handler *h)
 	return ret;
 }
 
+/*
+ * Function probes: an ftrace_ops of the handler's own, filtered to the
+ * functions its glob names. ftrace keeps the callback from recursing
+ * (no FTRACE_OPS_FL_RECURSION), and ktap's own code is not traced.
+ */
+struct ktap_ft {
+	struct ftrace_ops	ops;
+	struct ktap_handler	*h;
+};
+
+struct ktap_ft_event {
+	struct ktap_event	ev;
+	unsigned long		ip;
+	unsigned long		parent_ip;
+};
+
+static int ktap_ft_field(struct ktap_vm *vm, struct ktap_event *ev,
+			 const char *name, u32 len, struct ktap_value *out)
+{
+	struct ktap_ft_event *fev = container_of(ev, struct ktap_ft_event, ev);
+
+	if (ktap_name_is(name, len, "ip"))
+		ktap_value_int(out, fev->ip);
+	else if (ktap_name_is(name, len, "parent_ip"))
+		ktap_value_int(out, fev->parent_ip);
+	else if (ktap_name_is(name, len, "name"))
+		return ktap_value_str(vm, out, ev->name, strlen(ev->name));
+	else
+		return -ENOENT;
+	return 0;
+}
+
+static int ktap_ft_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
+		       struct ktap_value *out)
+{
+	struct ktap_ft_event *fev = container_of(ev, struct ktap_ft_event, ev);
+
+	if (n > 1)
+		return -ENOENT;
+	ktap_value_int(out, n ? fev->parent_ip : fev->ip);
+	return 0;
+}
+
+/* As the function tracer prints it: "vfs_read <-ksys_read". */
+static int ktap_ft_tostring(struct ktap_vm *vm, struct ktap_event *ev,
+			    struct seq_buf *s)
+{
+	struct ktap_ft_event *fev = container_of(ev, struct ktap_ft_event, ev);
+
+	seq_buf_printf(s, "%ps <-%ps", (void *)fev->ip, (void *)fev->parent_ip);
+	return 0;
+}
+
+static const struct ktap_event_ops ktap_ft_ops = {
+	.field		= ktap_ft_field,
+	.tostring	= ktap_ft_tostring,
+	.arg		= ktap_ft_arg,
+	.set_retval	= ktap_no_set_retval,
+	.stack		= ktap_event_stack,
+};
+
+static void ktap_ft_func(unsigned long ip, unsigned long parent_ip,
+			 struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct ktap_ft *ft = container_of(op, struct ktap_ft, ops);
+	struct ktap_ft_event fev = {
+		/* the stack starts at the caller of the traced function */
+		.ev = { .ops = &ktap_ft_ops, .name = "function",
+			.caller = parent_ip },
+		.ip = ip,
+		.parent_ip = parent_ip,
+	};
+
+	ktap_handler_fire(ft->h, &fev.ev);
+}
+
+static int ktap_ft_attach(struct ktap_handler *h)
+{
+	const char *glob = ktap_vm_str(h->hot->vm, h->bp->target);
+	struct ktap_ft *ft;
+	char *buf;
+	int ret;
+
+	ft = kzalloc(sizeof(*ft), GFP_KERNEL_ACCOUNT);
+	buf = kstrdup(glob, GFP_KERNEL);
+	if (!ft || !buf) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ft->h = h;
+	ft->ops.func = ktap_ft_func;
+	ret = ftrace_set_filter(&ft->ops, buf, strlen(buf), 1);
+	if (ret) {
+		ktap_session_printf(h->sess,
+				    "ktap: probe '%s': no traceable function matches '%s'\n",
+				    ktap_vm_str(h->hot->vm, h->bp->spec) ?: "?",
+				    glob);
+		goto err_filter;
+	}
+	ret = register_ftrace_function(&ft->ops);
+	if (ret)
+		goto err_filter;
+	kfree(buf);
+	h->priv = ft;
+	return 0;
+
+err_filter:
+	ftrace_free_filter(&ft->ops);
+err:
+	kfree(buf);
+	kfree(ft);
+	return ret;
+}
+
+static void ktap_ft_detach(struct ktap_handler *h)
+{
+	struct ktap_ft *ft = h->priv;
+
+	/* waits until no callback runs */
+	unregister_ftrace_function(&ft->ops);
+	ftrace_free_filter(&ft->ops);
+	kfree(ft);
+}
+
 static void ktap_profile_detach(struct ktap_handler *h)
 {
 	struct ktap_profile *p = h->priv;
@@ -2442,6 +2567,8 @@ int ktap_handler_attach(struct ktap_handler *h)
 		return ktap_perf_probe_attach(h);
 	case KTAP_PROBE_WATCH:
 		return ktap_watch_attach(h);
+	case KTAP_PROBE_FTRACE:
+		return ktap_ft_attach(h);
 	default:
 		return -EINVAL;
 	}
@@ -2479,6 +2606,9 @@ void ktap_handler_detach(struct ktap_handler *h)
 	case KTAP_PROBE_PERF:
 	case KTAP_PROBE_WATCH:
 		ktap_profile_detach(h);
+		break;
+	case KTAP_PROBE_FTRACE:
+		ktap_ft_detach(h);
 		break;
 	default:
 		break;
@@ -2593,6 +2723,12 @@ int ktap_probe_check(struct ktap_vm *vm, const struct ktap_bc_probe *bp,
 		if (!bp->arg)
 			return ktap_log(log, log_size,
 					"probe '%s': no address to watch\n", spec);
+		break;
+	case KTAP_PROBE_FTRACE:
+		if (!IS_ENABLED(CONFIG_DYNAMIC_FTRACE))
+			return ktap_log(log, log_size,
+					"probe '%s': needs CONFIG_DYNAMIC_FTRACE\n",
+					spec);
 		break;
 	case KTAP_PROBE_UPROBE:
 	case KTAP_PROBE_END:

@@ -47,6 +47,7 @@ u32 ktap_follow_stop(struct ktap_session_hot *hot);
  * @bp: the probe table entry (owned by the VM's image)
  * @probe: index of @bp in the probe table
  * @filter: apply the session's pid/cpu filters before firing
+ * @skipped: a wildcard's kprobe that could not be attached, left out
  * @priv: per-kind attachment state, set by ktap_handler_attach()
  */
 struct ktap_handler {
@@ -57,6 +58,7 @@ struct ktap_handler {
 	const struct ktap_bc_probe	*bp;
 	u32				probe;
 	bool				filter;
+	bool				skipped;
 	void				*priv;
 };
 

@@ -766,24 +766,60 @@ static void ktap_attach_failed(struct ktap_session *sess,
 }
 
 /*
+ * A kprobe the compiler expanded from a wildcard (its spec has globs):
+ * a function that cannot be probed (on the kprobe blacklist, in an
+ * entry section) is skipped and counted, not an error.
+ */
+static bool ktap_kprobe_wild(struct ktap_session *sess,
+			     const struct ktap_handler *h)
+{
+	const char *spec = ktap_vm_str(sess->hot.vm, h->bp->spec);
+
+	return h->bp->type == KTAP_PROBE_KPROBE && spec && strpbrk(spec, "*?");
+}
+
+/*
  * Attach every recorded handler not yet attached (sleep() in the main
  * chunk attaches those recorded before it); on failure detach them all.
  */
 static int ktap_attach_all(struct ktap_session *sess)
 {
+	u32 tried = 0, skipped = 0;
 	struct ktap_handler *h;
 	int ret;
 
 	list_for_each_entry(h, &sess->handlers, node) {
-		if (h->bp->type == KTAP_PROBE_END || h->priv)
+		if (h->bp->type == KTAP_PROBE_END || h->priv || h->skipped)
 			continue;
+		/* thousands of kprobes take a while: let Ctrl-C through */
+		if (signal_pending(current)) {
+			ktap_detach_all(sess);
+			return -EINTR;
+		}
+		tried++;
 		ret = ktap_handler_attach(h);
+		if (ret && ktap_kprobe_wild(sess, h) && ret != -ENOMEM) {
+			h->skipped = true;
+			skipped++;
+			ktap_session_skipped(sess,
+					     "ktap: probe '%s': %s skipped (error %d)\n",
+					     ktap_vm_str(sess->hot.vm, h->bp->spec),
+					     ktap_vm_str(sess->hot.vm, h->bp->target),
+					     ret);
+			continue;
+		}
 		if (ret) {
 			ktap_attach_failed(sess, h, ret);
 			ktap_detach_all(sess);
 			return ret;
 		}
 		sess->nr_attached++;
+	}
+	if (tried && skipped == tried) {
+		ktap_session_printf(sess,
+				    "ktap: none of the %u functions the kprobe wildcards matched can be probed\n",
+				    skipped);
+		return -ENOENT;
 	}
 	return 0;
 }

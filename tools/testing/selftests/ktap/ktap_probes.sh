@@ -27,7 +27,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 10
+ktap_set_plan 12
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -37,7 +37,7 @@ trace_while() {
 	local script=$1 out=$2 i=0 k
 
 	shift 2
-	"$KTAP" "$script" > "$out" 2>&1 &
+	"$KTAP" $KTAP_FLAGS "$script" > "$out" 2>&1 &
 	k=$!
 	while [ $i -lt 1200 ] && kill -0 $k 2>/dev/null &&
 	      ! grep -q 'Tracing\.\.\.' "$out"; do
@@ -53,6 +53,14 @@ trace_while() {
 	done
 	kill -KILL $k 2>/dev/null
 	wait $k
+}
+
+workload_reads() {
+	local i
+
+	for i in 1 2 3 4 5; do
+		cat /proc/version > /dev/null
+	done
 }
 
 # The first frames of the stack printed after the line "$2" in file $1.
@@ -319,6 +327,69 @@ elif [ $rc = 1 ] &&
 else
 	sed 's/^/# /' "$T/hw.out"
 	ktap_test_fail "hardware:instructions without a PMU (rc $rc)"
+fi
+
+# 11. ftrace:function, in the original's form (the filter "ip==GLOB"
+# is ftrace's function filter) and as ftrace:function:GLOB: events
+# print like the function tracer's, and ipof(arg0) (0.4's name of ksym)
+# names the function, as the original's function profiler counts it.
+cat > "$T/ft.kp" <<'EOF'
+var n = 0
+var first = ""
+trace ftrace:function /ip==vfs_rea*/ {
+	n += 1
+	if (n == 1) {
+		first = argstr
+	}
+}
+var s = {}
+trace ftrace:function:vfs_read {
+	s[ipof(arg0)] += 1
+}
+trace_end {
+	printf("N %d FIRST %s\n", n, first)
+	for (k, v in pairs(s)) {
+		printf("PROF %s %d\n", k, v)
+	}
+}
+EOF
+trace_while "$T/ft.kp" "$T/ft.out" workload_reads
+rc=$?
+if [ $rc = 0 ] && grep -q '^N [1-9][0-9]* FIRST vfs_read <-ksys_read$' "$T/ft.out" &&
+   grep -q '^PROF vfs_read+0x[0-9a-f]*/0x[0-9a-f]* [1-9]' "$T/ft.out"; then
+	ktap_test_pass "ftrace:function /ip==vfs_rea*/ and ftrace:function:vfs_read"
+else
+	sed 's/^/# /' "$T/ft.out"
+	ktap_test_fail "ftrace:function (rc $rc)"
+fi
+
+# 12. A kprobe wildcard skips the functions that cannot be kprobed (the
+# kprobe blacklist: __die, __die_body, __die_header) and attaches the
+# rest; -v names them. A wildcard of which nothing can be probed fails.
+cat > "$T/kpw.kp" <<'EOF'
+var n = 0
+trace probe:vfs_rea* {
+	n += 1
+}
+trace probe:__die* {
+}
+trace_end {
+	printf("READS %d\n", n)
+}
+EOF
+KTAP_FLAGS=-v trace_while "$T/kpw.kp" "$T/kpw.out" workload_reads
+rc=$?
+named=$(grep -c "^ktap: probe 'probe:__die\*': __die[a-z_]* skipped (error -[0-9]*)$" "$T/kpw.out")
+printf 'trace probe:__die* { }\n' > "$T/die.kp"
+timeout 60 "$KTAP" -q "$T/die.kp" > "$T/die.out" 2>&1
+drc=$?
+if [ $rc = 0 ] && grep -q '^READS [1-9]' "$T/kpw.out" && [ "$named" -ge 1 ] &&
+   grep -q "^ktap: $named events matched by wildcards could not be attached$" "$T/kpw.out" &&
+   [ $drc = 1 ] && grep -q "none of the $named functions the kprobe wildcards matched can be probed" "$T/die.out"; then
+	ktap_test_pass "kprobe wildcards skip $named blacklisted functions and attach the rest"
+else
+	sed 's/^/# /' "$T/kpw.out" "$T/die.out" | head -30
+	ktap_test_fail "kprobe wildcards with blacklisted functions (rc $rc, $drc, named $named)"
 fi
 
 ktap_finished
