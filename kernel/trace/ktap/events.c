@@ -1457,18 +1457,6 @@ static int ktap_sc_resolve(struct ktap_tp_res *rs)
 	return 0;
 }
 
-/**
- * ktap_tp_attach_perf - counters for the events off the syscall fast path
- * @rs: attach-time state; @rs->perf lists the event types
- * @tp: the attachment, with room for the counters and contexts
- *
- * One context per event, shared by its per-CPU counters. The image's
- * fields are looked up in the event the counters hold, which perf keeps
- * registered until they are released, not in the one the walk found: a
- * type freed and given to another event meanwhile is caught here.
- *
- * Return: 0 or a negative error; the counters created stay in @tp.
- */
 /*
  * A wildcard matched event @type, which cannot be attached (@err): an
  * event perf refuses to count, such as ftrace's own, or one whose
@@ -1489,6 +1477,18 @@ static void ktap_tp_skip(struct ktap_tp_res *rs, unsigned int type, int err)
 	trace_event_read_unlock();
 }
 
+/**
+ * ktap_tp_attach_perf - counters for the events off the syscall fast path
+ * @rs: attach-time state; @rs->perf lists the event types
+ * @tp: the attachment, with room for the counters and contexts
+ *
+ * One context per event, shared by its per-CPU counters. The image's
+ * fields are looked up in the event the counters hold, which perf keeps
+ * registered until they are released, not in the one the walk found: a
+ * type freed and given to another event meanwhile is caught here.
+ *
+ * Return: 0 or a negative error; the counters created stay in @tp.
+ */
 static int ktap_tp_attach_perf(struct ktap_tp_res *rs, struct ktap_tp *tp)
 {
 	struct perf_event_attr attr = {

@@ -83,6 +83,8 @@ MODULE_PARM_DESC(max_sessions, "sessions (opens of tracing/ktap/control) at once
  * @nr_handlers: entries in @handlers
  * @nr_attached: handlers currently attached
  * @started: the main chunk ran (END handlers are due at STOP)
+ * @verbose: LOAD asked for KTAP_LOAD_F_VERBOSE
+ * @nr_skipped: events or functions of wildcards that were not attached
  * @out: the tracing instance receiving the output, once LOADed
  * @drops: output records lost (buffer full or nested too deep)
  * @wq: readers and pollers wait here
