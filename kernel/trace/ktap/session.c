@@ -369,6 +369,19 @@ static const struct ktap_host_ops ktap_host_ops = {
 	.sleep	= ktap_host_sleep,
 };
 
+static __printf(2, 0) void ktap_session_vprintf(struct ktap_session *sess,
+						const char *fmt, va_list ap)
+{
+	char *msg = kvasprintf(GFP_KERNEL, fmt, ap);
+
+	if (!msg) {
+		atomic_long_inc(&sess->drops);
+		return;
+	}
+	ktap_host_write(sess, msg, strlen(msg));
+	kfree(msg);
+}
+
 /**
  * ktap_session_printf - write a message into the session output
  * @sess: the session
@@ -379,17 +392,10 @@ static const struct ktap_host_ops ktap_host_ops = {
 void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
 
 	va_start(ap, fmt);
-	msg = kvasprintf(GFP_KERNEL, fmt, ap);
+	ktap_session_vprintf(sess, fmt, ap);
 	va_end(ap);
-	if (!msg) {
-		atomic_long_inc(&sess->drops);
-		return;
-	}
-	ktap_host_write(sess, msg, strlen(msg));
-	kfree(msg);
 }
 
 /**
@@ -403,20 +409,13 @@ void ktap_session_printf(struct ktap_session *sess, const char *fmt, ...)
 void ktap_session_skipped(struct ktap_session *sess, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
 
 	sess->nr_skipped++;
 	if (!sess->verbose)
 		return;
 	va_start(ap, fmt);
-	msg = kvasprintf(GFP_KERNEL, fmt, ap);
+	ktap_session_vprintf(sess, fmt, ap);
 	va_end(ap);
-	if (!msg) {
-		atomic_long_inc(&sess->drops);
-		return;
-	}
-	ktap_host_write(sess, msg, strlen(msg));
-	kfree(msg);
 }
 
 /* What tracing/error_log says; the command line carries the details. */
