@@ -890,6 +890,23 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 	return 1;
 }
 
+/* Add a probe of @type for @spec; @target (@tlen bytes) or none. */
+static uint32_t probe_add(struct kp_state *S, enum ktap_probe_type type,
+			  const char *spec, const char *target, size_t tlen,
+			  uint64_t arg, uint32_t attr)
+{
+	struct ktap_bc_probe p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = target ? kp_strtab(S, target, (uint32_t)tlen) :
+			    KTAP_BC_NO_STR;
+	p.arg = arg;
+	p.attr = attr;
+	return kp_probe_add(S, &p);
+}
+
 /* ---- perf events and watchpoints ---- */
 
 /* The perf events the kernel's KTAP_PROBE_PERF knows, as perf names them. */
@@ -947,7 +964,6 @@ static uint32_t perf_resolve(struct kp_state *S, const char *spec,
 	const char *colon = strchr(spec + 9, ':');
 	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
 	unsigned long long period = 0;
-	struct ktap_bc_probe p;
 	char name[64], *end;
 	size_t i;
 
@@ -972,12 +988,8 @@ static uint32_t perf_resolve(struct kp_state *S, const char *spec,
 			return 0;
 		}
 	}
-	memset(&p, 0, sizeof(p));
-	p.type = KTAP_PROBE_PERF;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = kp_strtab(S, name, (uint32_t)strlen(name));
-	p.arg = period;
-	*first = kp_probe_add(S, &p);
+	*first = probe_add(S, KTAP_PROBE_PERF, spec, name, strlen(name),
+			   period, 0);
 	return 1;
 }
 
@@ -987,7 +999,6 @@ static uint32_t watch_resolve(struct kp_state *S, const char *spec,
 {
 	const char *what = spec + 11, *c1 = strchr(what, ':'), *c2, *m;
 	unsigned long long addr, off = 0;
-	struct ktap_bc_probe p;
 	uint32_t mode = 0;
 	char *end;
 	long len;
@@ -1038,13 +1049,8 @@ static uint32_t watch_resolve(struct kp_state *S, const char *spec,
 		if (!addr)
 			return 0;
 	}
-	memset(&p, 0, sizeof(p));
-	p.type = KTAP_PROBE_WATCH;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = kp_strtab(S, what, (uint32_t)(c1 - what));
-	p.arg = addr + off;
-	p.attr = mode | (uint32_t)len;
-	*first = kp_probe_add(S, &p);
+	*first = probe_add(S, KTAP_PROBE_WATCH, spec, what,
+			   (size_t)(c1 - what), addr + off, mode | (uint32_t)len);
 	return 1;
 }
 
@@ -1149,7 +1155,6 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 		return watch_resolve(S, spec, line, col, first);
 	if (!strcmp(spec, "ftrace:function") ||
 	    !strncmp(spec, "ftrace:function:", 16)) {
-		struct ktap_bc_probe p;
 		const char *glob = spec[15] ? spec + 16 : "*";
 
 		if (!*glob || !valid_sym(glob, 1)) {
@@ -1157,11 +1162,8 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 				 "expected ftrace:function[:GLOB] (function names, * ? wildcards)");
 			return 0;
 		}
-		memset(&p, 0, sizeof(p));
-		p.type = KTAP_PROBE_FTRACE;
-		p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-		p.target = kp_strtab(S, glob, (uint32_t)strlen(glob));
-		*first = kp_probe_add(S, &p);
+		*first = probe_add(S, KTAP_PROBE_FTRACE, spec, glob,
+				   strlen(glob), 0, 0);
 		return 1;
 	}
 	if (!strncmp(spec, "ftrace:", 7)) {
@@ -1192,14 +1194,7 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 uint32_t kp_events_simple(struct kp_state *S, enum ktap_probe_type type,
 			  const char *spec, uint64_t arg)
 {
-	struct ktap_bc_probe p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = type;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = KTAP_BC_NO_STR;
-	p.arg = arg;
-	return kp_probe_add(S, &p);
+	return probe_add(S, type, spec, NULL, 0, arg, 0);
 }
 
 int kp_events_list(const char *glob)
