@@ -260,6 +260,46 @@ static void disasm_names(struct dis *d)
 	}
 }
 
+/* "  arg NAME = BASE +OFF(...) TYPE" for each fetch argument of @probe. */
+static void disasm_fetch(struct dis *d, uint32_t probe, FILE *out)
+{
+	static const char *const base[KTAP_FETCH_BASE__COUNT] = {
+		"%", "$arg", "$stack", "$stack", "$retval", "\\", "$comm",
+	};
+	static const char *const type[KTAP_FETCH_TYPE__COUNT] = {
+		"u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64",
+		"x8", "x16", "x32", "x64", "string",
+	};
+	const struct ktap_bc_fetch *f =
+		(const void *)((const char *)d->h + d->h->fetch.off);
+	uint32_t i, j;
+
+	for (i = 0; i < d->h->fetch.count; i++) {
+		const char *name = strat(d, f[i].name), *reg;
+
+		if (f[i].probe != probe || f[i].base >= KTAP_FETCH_BASE__COUNT ||
+		    f[i].type >= KTAP_FETCH_TYPE__COUNT)
+			continue;
+		fprintf(out, "  arg %s = ", name ? name : "?");
+		for (j = 0; j < f[i].ndref && j < KTAP_MAX_FETCH_DEREF; j++)
+			fprintf(out, "%+lld(", (long long)f[i].off[f[i].ndref - 1 - j]);
+		fputs(base[f[i].base], out);
+		if (f[i].base == KTAP_FETCH_REG) {
+			reg = strat(d, f[i].reg);
+			fputs(reg ? reg : "?", out);
+		} else if (f[i].base == KTAP_FETCH_ARG ||
+			   f[i].base == KTAP_FETCH_STACK) {
+			fprintf(out, "%u", f[i].reg);
+		} else if (f[i].base == KTAP_FETCH_IMM) {
+			fprintf(out, "0x%llx", (unsigned long long)f[i].imm);
+		}
+		for (j = 0; j < f[i].ndref && j < KTAP_MAX_FETCH_DEREF; j++)
+			fputc(')', out);
+		fprintf(out, ":%s%s\n", f[i].flags & KTAP_FETCH_F_USER ? "u" : "",
+			type[f[i].type]);
+	}
+}
+
 int kp_disasm(FILE *out, const void *image, uint32_t len,
 	      const char *const *globals, uint32_t nglobals)
 {
@@ -323,7 +363,10 @@ int kp_disasm(FILE *out, const void *image, uint32_t len,
 		else if (pr[i].arg)
 			fprintf(out, " offset 0x%llx",
 				(unsigned long long)pr[i].arg);
+		if (pr[i].type == KTAP_PROBE_UPROBE && pr[i].attr)
+			fprintf(out, " semaphore 0x%x", pr[i].attr);
 		fputc('\n', out);
+		disasm_fetch(&d, i, out);
 	}
 	disasm_names(&d);
 	return 0;

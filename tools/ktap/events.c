@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <elf.h>
 #include "events.h"
+#include "fetch.h"
 #include "lex.h"
 #include "image.h"
 
@@ -400,16 +401,13 @@ static const struct kp_names *function_list(struct kp_state *S, int kallsyms)
  *
  * Return: the address, or 0 after reporting an error.
  */
-static uint64_t ksym_lookup(struct kp_state *S, const char *name, size_t len,
-			    uint32_t line, uint32_t col);
-
 uint64_t kp_ksym_addr(struct kp_state *S, const struct kp_token *t)
 {
-	return ksym_lookup(S, t->str.s, t->str.len, t->line, t->col);
+	return kp_ksym_lookup(S, t->str.s, t->str.len, t->line, t->col);
 }
 
-static uint64_t ksym_lookup(struct kp_state *S, const char *name, size_t len,
-			    uint32_t line, uint32_t col)
+uint64_t kp_ksym_lookup(struct kp_state *S, const char *name, size_t len,
+			uint32_t line, uint32_t col)
 {
 	const char *path = S->kallsyms ? S->kallsyms : "/proc/kallsyms";
 	char sym[256];
@@ -748,15 +746,20 @@ int kp_elf_syms(struct kp_elf *e,
 	return 0;
 }
 
-/* Virtual address to file offset through the PT_LOAD segments. */
-static int elf_vaddr_off(struct kp_elf *e, uint64_t va, uint64_t *off)
+/*
+ * Virtual address to file offset through the PT_LOAD segments; @exec:
+ * only executable ones (code), else any (a USDT semaphore's data).
+ */
+static int elf_va_to_off(struct kp_elf *e, uint64_t va, uint64_t *off,
+			 int exec)
 {
 	const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->map;
 	const Elf64_Phdr *ph = (const Elf64_Phdr *)(e->map + h->e_phoff);
 	uint32_t i;
 
 	for (i = 0; i < h->e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+		if (ph[i].p_type != PT_LOAD ||
+		    (exec && !(ph[i].p_flags & PF_X)))
 			continue;
 		if (va >= ph[i].p_vaddr && va - ph[i].p_vaddr < ph[i].p_filesz) {
 			*off = va - ph[i].p_vaddr + ph[i].p_offset;
@@ -795,15 +798,112 @@ static int sym_find_cb(void *arg, const char *name, uint64_t value,
 	return 0;
 }
 
+static uint32_t add_uprobe(struct kp_state *S, const char *spec,
+			   const char *path, uint64_t off, uint32_t sema,
+			   int ret)
+{
+	struct ktap_bc_probe p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = KTAP_PROBE_UPROBE;
+	p.flags = ret ? KTAP_PROBE_F_RETURN : 0;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
+	p.arg = off;
+	p.attr = sema;
+	return kp_probe_add(S, &p);
+}
+
+/* A function symbol a uprobe wildcard matched. */
+struct usym_match {
+	const char	*name;
+	uint64_t	value;
+};
+
+struct usym_glob {
+	struct kp_arena		*arena;
+	const char		*glob;
+	struct usym_match	*v;
+	uint32_t		n, cap;
+};
+
+static int usym_glob_cb(void *arg, const char *name, uint64_t value,
+			uint64_t size)
+{
+	struct usym_glob *g = arg;
+
+	(void)size;
+	if (fnmatch(g->glob, name, 0))
+		return 0;
+	kp_grow(g->arena, (void **)&g->v, &g->cap, g->n + 1, sizeof(*g->v));
+	g->v[g->n].name = name;
+	g->v[g->n++].value = value;
+	return 0;
+}
+
+static int cmp_usym(const void *a, const void *b)
+{
+	const struct usym_match *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * probe:/PATH:GLOB: one uprobe per matching function of the binary's
+ * symbol tables. Aliases (one address, several names: malloc and
+ * __libc_malloc) are probed once, under the first name in order.
+ */
+static uint32_t uprobe_glob(struct kp_state *S, const char *spec,
+			    struct kp_elf *elf, const char *path,
+			    const char *glob, int ret, uint32_t line,
+			    uint32_t col, uint32_t *first)
+{
+	struct usym_glob g = { .arena = &S->arena, .glob = glob };
+	char one[1400];
+	uint32_t i, n = 0;
+	uint64_t off;
+
+	kp_elf_syms(elf, usym_glob_cb, &g);
+	if (!g.n) {
+		kp_error(S, line, col, KP_E_NO_MATCH, spec);
+		return 0;
+	}
+	qsort(g.v, g.n, sizeof(*g.v), cmp_usym);
+	for (i = 0; i < g.n; i++) {
+		if (i && g.v[i].value == g.v[i - 1].value)
+			continue;
+		if (elf_va_to_off(elf, g.v[i].value, &off, 1))
+			continue;
+		if (n == KP_MAX_UPROBE_GLOB) {
+			kp_error(S, line, col, KP_E_GLOB_MANY, glob, (int)g.n,
+				 KP_MAX_UPROBE_GLOB);
+			return 0;
+		}
+		/* the event is named after the function it hit */
+		snprintf(one, sizeof(one), "probe:%s:%s%s", path, g.v[i].name,
+			 ret ? "%return" : "");
+		if (!n++)
+			*first = add_uprobe(S, one, path, off, 0, ret);
+		else
+			add_uprobe(S, one, path, off, 0, ret);
+	}
+	if (!n)
+		kp_error(S, line, col, KP_E_UPROBE, spec,
+			 "no matching function is in an executable segment");
+	return n;
+}
+
 static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 			       const char *rest, uint32_t line, uint32_t col,
 			       uint32_t *first)
 {
 	char path[1024], sym[256], msg[1700], sug[300];
 	const char *colon, *end = rest, *why;
-	struct ktap_bc_probe p;
 	struct kp_elf elf;
 	uint64_t off;
+	uint32_t n;
 	size_t len;
 	int ret = 0;
 	char *pct;
@@ -849,19 +949,28 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 				 "bad hexadecimal offset");
 			return 0;
 		}
-	} else {
+		*first = add_uprobe(S, spec, path, off, 0, ret);
+		return 1;
+	}
+	if (!valid_sym(sym, 1)) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected a symbol name, * ? wildcards, or 0xOFFSET");
+		return 0;
+	}
+	if (kp_elf_open(&elf, path, &why)) {
+		snprintf(msg, sizeof(msg), "%s: %s", path, why);
+		kp_error(S, line, col, KP_E_UPROBE, spec, msg);
+		return 0;
+	}
+	if (has_glob(sym)) {
+		n = uprobe_glob(S, spec, &elf, path, sym, ret, line, col,
+				first);
+		kp_elf_close(&elf);
+		return n;
+	}
+	{
 		struct sym_find f = { .want = sym, .bd = 1000 };
 
-		if (!valid_sym(sym, 0)) {
-			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
-				 "expected a symbol name (no wildcards in uprobes)");
-			return 0;
-		}
-		if (kp_elf_open(&elf, path, &why)) {
-			snprintf(msg, sizeof(msg), "%s: %s", path, why);
-			kp_error(S, line, col, KP_E_UPROBE, spec, msg);
-			return 0;
-		}
 		if (!kp_elf_syms(&elf, sym_find_cb, &f)) {
 			f.suggest = 1;
 			kp_elf_syms(&elf, sym_find_cb, &f);
@@ -872,22 +981,230 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 			kp_error(S, line, col, KP_E_UPROBE, spec, msg);
 			return 0;
 		}
-		if (elf_vaddr_off(&elf, f.value, &off)) {
+		if (elf_va_to_off(&elf, f.value, &off, 1)) {
 			kp_elf_close(&elf);
 			kp_error(S, line, col, KP_E_UPROBE, spec,
 				 "symbol is not in an executable segment");
 			return 0;
 		}
-		kp_elf_close(&elf);
 	}
-	memset(&p, 0, sizeof(p));
-	p.type = KTAP_PROBE_UPROBE;
-	p.flags = ret ? KTAP_PROBE_F_RETURN : 0;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
-	p.arg = off;
-	*first = kp_probe_add(S, &p);
+	kp_elf_close(&elf);
+	*first = add_uprobe(S, spec, path, off, 0, ret);
 	return 1;
+}
+
+/* ---- USDT (SystemTap SDT) probes ---- */
+
+/* One probe site of a .note.stapsdt note, addresses as the note has them. */
+struct sdt_note {
+	uint64_t	pc, base, sema;
+	const char	*provider, *name, *args;
+};
+
+/* The address of section @want, or 0 when the file has none. */
+static uint64_t elf_section_addr(struct kp_elf *e, const char *want)
+{
+	const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->map;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(e->map + h->e_shoff);
+	const Elf64_Shdr *str;
+	uint32_t i;
+
+	if (h->e_shstrndx >= h->e_shnum)
+		return 0;
+	str = &sh[h->e_shstrndx];
+	if (str->sh_offset > e->size || str->sh_size > e->size - str->sh_offset)
+		return 0;
+	for (i = 0; i < h->e_shnum; i++) {
+		const char *name;
+
+		if (sh[i].sh_name >= str->sh_size)
+			continue;
+		name = (const char *)e->map + str->sh_offset + sh[i].sh_name;
+		if (memchr(name, '\0', str->sh_size - sh[i].sh_name) &&
+		    !strcmp(name, want))
+			return sh[i].sh_addr;
+	}
+	return 0;
+}
+
+/*
+ * Call @fn for every SDT note of @e, the addresses already adjusted for
+ * a prelinked file (the note records where .stapsdt.base was when it
+ * was written). @fn returns nonzero to stop. The file may be hostile:
+ * every length is checked.
+ */
+static int sdt_notes(struct kp_elf *e,
+		     int (*fn)(void *arg, const struct sdt_note *n), void *arg)
+{
+	const Elf64_Ehdr *h = (const Elf64_Ehdr *)e->map;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(e->map + h->e_shoff);
+	uint64_t base = elf_section_addr(e, ".stapsdt.base");
+	uint32_t i;
+
+	for (i = 0; i < h->e_shnum; i++) {
+		const unsigned char *p, *end;
+
+		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > e->size ||
+		    sh[i].sh_size > e->size - sh[i].sh_offset)
+			continue;
+		p = e->map + sh[i].sh_offset;
+		end = p + sh[i].sh_size;
+		while ((size_t)(end - p) >= sizeof(Elf64_Nhdr)) {
+			const Elf64_Nhdr *nh = (const void *)p;
+			const unsigned char *name = p + sizeof(*nh), *desc;
+			size_t nsz = (nh->n_namesz + 3) & ~3u;
+			size_t dsz = (nh->n_descsz + 3) & ~3u;
+			const char *d, *dend, *pn, *an;
+			struct sdt_note n;
+
+			if (nsz > (size_t)(end - name) ||
+			    dsz > (size_t)(end - name) - nsz)
+				break;
+			desc = name + nsz;
+			p = desc + dsz;
+			if (nh->n_type != 3 || nh->n_namesz != 8 ||
+			    memcmp(name, "stapsdt", 8) || nh->n_descsz <= 24)
+				continue;
+			memcpy(&n.pc, desc, 8);
+			memcpy(&n.base, desc + 8, 8);
+			memcpy(&n.sema, desc + 16, 8);
+			d = (const char *)desc + 24;
+			dend = (const char *)desc + nh->n_descsz;
+			pn = memchr(d, '\0', (size_t)(dend - d));
+			if (!pn)
+				continue;
+			an = memchr(pn + 1, '\0', (size_t)(dend - pn - 1));
+			if (!an)
+				continue;
+			n.provider = d;
+			n.name = pn + 1;
+			n.args = an + 1 < dend && memchr(an + 1, '\0',
+					(size_t)(dend - an - 1)) ? an + 1 : "";
+			if (base && n.base) {
+				n.pc += base - n.base;
+				if (n.sema)
+					n.sema += base - n.base;
+			}
+			if (fn(arg, &n))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+struct sdt_match {
+	struct kp_state	*S;
+	struct kp_elf	*elf;
+	const char	*path, *spec;
+	const char	*prov_glob, *name_glob;	/* prov_glob NULL: any */
+	uint32_t	line, col;
+	uint32_t	n, first;
+	int		failed;
+};
+
+static int sdt_match_cb(void *arg, const struct sdt_note *note)
+{
+	struct sdt_match *m = arg;
+	struct kp_state *S = m->S;
+	uint64_t off, sema = 0;
+	char one[1400], msg[300];
+	const char *why;
+	uint32_t idx;
+	int nargs;
+
+	if (fnmatch(m->name_glob, note->name, 0) ||
+	    (m->prov_glob && fnmatch(m->prov_glob, note->provider, 0)))
+		return 0;
+	if (elf_va_to_off(m->elf, note->pc, &off, 1) ||
+	    (note->sema && elf_va_to_off(m->elf, note->sema, &sema, 0)) ||
+	    sema > UINT32_MAX) {
+		snprintf(msg, sizeof(msg),
+			 "%s:%s: the note's addresses are not in the file",
+			 note->provider, note->name);
+		kp_error(S, m->line, m->col, KP_E_USDT, m->spec, msg);
+		m->failed = 1;
+		return 1;
+	}
+	if (m->n == KTAP_MAX_PROBES) {
+		kp_error(S, m->line, m->col, KP_E_USDT, m->spec,
+			 "matches more probe sites than a script may have");
+		m->failed = 1;
+		return 1;
+	}
+	snprintf(one, sizeof(one), "sdt:%s:%s:%s", m->path, note->provider,
+		 note->name);
+	idx = add_uprobe(S, one, m->path, off, (uint32_t)sema, 0);
+	if (!m->n++)
+		m->first = idx;
+	nargs = kp_fetch_usdt(S, note->args, idx, &why);
+	if (why) {
+		snprintf(msg, sizeof(msg),
+			 "%s:%s: argument %d not decoded (%s); arg%d and later read nil",
+			 note->provider, note->name, nargs + 1, why, nargs + 1);
+		kp_warn(S, m->line, m->col, KP_E_USDT, m->spec, msg);
+	}
+	return 0;
+}
+
+/*
+ * sdt:/PATH:PROVIDER:NAME or, as ktap 0.4 wrote it, sdt:/PATH:NAME (any
+ * provider); * and ? match. Each matching site (a probe may be compiled
+ * in at several places) becomes a uprobe of its own, with the note's
+ * arguments as arg1..argN and its semaphore counted while attached.
+ */
+static uint32_t sdt_resolve(struct kp_state *S, const char *spec,
+			    uint32_t line, uint32_t col, uint32_t *first)
+{
+	char buf[1400], msg[1500];
+	struct sdt_match m = {
+		.S = S, .spec = spec, .line = line, .col = col,
+	};
+	struct kp_elf elf;
+	const char *why;
+	char *c1, *c2;
+
+	if (strlen(spec + 4) >= sizeof(buf) || spec[4] != '/') {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected sdt:/PATH:PROVIDER:NAME or sdt:/PATH:NAME");
+		return 0;
+	}
+	strcpy(buf, spec + 4);
+	c1 = strchr(buf, ':');
+	c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c1 || !c1[1] || (c2 && (!c2[1] || c2 == c1 + 1 ||
+				      strchr(c2 + 1, ':')))) {
+		kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
+			 "expected sdt:/PATH:PROVIDER:NAME or sdt:/PATH:NAME");
+		return 0;
+	}
+	*c1 = '\0';
+	if (c2) {
+		*c2 = '\0';
+		m.prov_glob = c1 + 1;
+		m.name_glob = c2 + 1;
+	} else {
+		m.name_glob = c1 + 1;
+	}
+	m.path = buf;
+	if (kp_elf_open(&elf, buf, &why)) {
+		snprintf(msg, sizeof(msg), "%s: %s", buf, why);
+		kp_error(S, line, col, KP_E_USDT, spec, msg);
+		return 0;
+	}
+	m.elf = &elf;
+	sdt_notes(&elf, sdt_match_cb, &m);
+	kp_elf_close(&elf);
+	if (m.failed)
+		return 0;
+	if (!m.n) {
+		snprintf(msg, sizeof(msg),
+			 "no such probe in %.600s (ktap -lm %.600s lists them)", buf,
+			 buf);
+		kp_error(S, line, col, KP_E_USDT, spec, msg);
+		return 0;
+	}
+	*first = m.first;
+	return m.n;
 }
 
 /* Add a probe of @type for @spec; @target (@tlen bytes) or none. */
@@ -1044,8 +1361,9 @@ static uint32_t watch_resolve(struct kp_state *S, const char *spec,
 				return 0;
 			}
 		}
-		addr = ksym_lookup(S, what, (size_t)((plus ? plus : c1) - what),
-				   line, col);
+		addr = kp_ksym_lookup(S, what,
+				      (size_t)((plus ? plus : c1) - what),
+				      line, col);
 		if (!addr)
 			return 0;
 	}
@@ -1135,19 +1453,31 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 			    uint32_t col, uint32_t *first,
 			    struct kp_evinfo *ev)
 {
-	const char *rest;
+	const char *rest, *args;
+	uint32_t n;
+	int user;
 
 	if (!strncmp(spec, "probe:", 6) || !strncmp(spec, "kprobe:", 7) ||
 	    !strncmp(spec, "uprobe:", 7)) {
 		rest = strchr(spec, ':') + 1;
-		if (*rest == '/')
-			return uprobe_resolve(S, spec, rest, line, col, first);
-		if (!strncmp(spec, "uprobe:", 7)) {
+		user = *rest == '/';
+		if (user)
+			n = uprobe_resolve(S, spec, rest, line, col, first);
+		else if (!strncmp(spec, "uprobe:", 7)) {
 			kp_error(S, line, col, KP_E_BAD_EVENTDEF, spec,
 				 "expected uprobe:/PATH:SYMBOL");
 			return 0;
+		} else {
+			n = kprobe_resolve(S, spec, rest, line, col, first);
 		}
-		return kprobe_resolve(S, spec, rest, line, col, first);
+		/* FETCHARGS after the name, as in kprobe_events */
+		args = rest + strcspn(rest, " \t");
+		if (n && *args &&
+		    kp_fetch_parse(S, spec, args, *first, n,
+				   S->img->probes[*first].flags &
+				   KTAP_PROBE_F_RETURN, user, line, col))
+			return 0;
+		return n;
 	}
 	if (!strncmp(spec, "software:", 9) || !strncmp(spec, "hardware:", 9))
 		return perf_resolve(S, spec, line, col, first);
@@ -1171,11 +1501,8 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 			 "the ftrace probe is ftrace:function[:GLOB]");
 		return 0;
 	}
-	if (!strncmp(spec, "sdt:", 4)) {
-		kp_error(S, line, col, KP_E_UNSUPPORTED, spec,
-			 "USDT probes are not supported yet (ktap -lm lists a binary's markers)");
-		return 0;
-	}
+	if (!strncmp(spec, "sdt:", 4))
+		return sdt_resolve(S, spec, line, col, first);
 	/* ktap 0.1: "tp:" alone is every tracepoint */
 	if (!strcmp(spec, "tp:"))
 		return tp_resolve(S, spec, "*:*", line, col, first, ev);
@@ -1270,57 +1597,37 @@ int kp_elf_list(const char *path)
 	return 0;
 }
 
-/* ktap -lm: the SDT markers (.note.stapsdt) of an ELF file. */
+struct sdt_list {
+	const char	*path;
+	int		found;
+};
+
+static int sdt_list_cb(void *arg, const struct sdt_note *n)
+{
+	struct sdt_list *l = arg;
+
+	printf("sdt:%s:%s:%s", l->path, n->provider, n->name);
+	if (*n->args)
+		printf(" %s", n->args);
+	putchar('\n');
+	l->found++;
+	return 0;
+}
+
+/* ktap -lm: the SDT markers (.note.stapsdt) of an ELF file, as probes. */
 int kp_sdt_list(const char *path)
 {
-	const Elf64_Ehdr *h;
-	const Elf64_Shdr *sh;
+	struct sdt_list l = { .path = path };
 	struct kp_elf elf;
 	const char *why;
-	uint32_t i;
-	int found = 0;
 
 	if (kp_elf_open(&elf, path, &why)) {
 		fprintf(stderr, "ktap: %s: %s\n", path, why);
 		return 1;
 	}
-	h = (const Elf64_Ehdr *)elf.map;
-	sh = (const Elf64_Shdr *)(elf.map + h->e_shoff);
-	for (i = 0; i < h->e_shnum; i++) {
-		const unsigned char *p, *end;
-
-		if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > elf.size ||
-		    sh[i].sh_size > elf.size - sh[i].sh_offset)
-			continue;
-		p = elf.map + sh[i].sh_offset;
-		end = p + sh[i].sh_size;
-		while ((size_t)(end - p) >= sizeof(Elf64_Nhdr)) {
-			const Elf64_Nhdr *n = (const void *)p;
-			const unsigned char *name = p + sizeof(*n), *desc;
-			size_t nsz = (n->n_namesz + 3) & ~3u;
-			size_t dsz = (n->n_descsz + 3) & ~3u;
-
-			if (nsz > (size_t)(end - name) ||
-			    dsz > (size_t)(end - name) - nsz)
-				break;
-			desc = name + nsz;
-			if (n->n_type == 3 && n->n_namesz == 8 &&
-			    !memcmp(name, "stapsdt", 8) && n->n_descsz > 24) {
-				const char *prov = (const char *)desc + 24;
-				size_t left = n->n_descsz - 24;
-				const char *pn = memchr(prov, '\0', left);
-
-				if (pn && memchr(pn + 1, '\0',
-						 left - (size_t)(pn + 1 - prov))) {
-					printf("sdt:%s:%s\n", prov, pn + 1);
-					found++;
-				}
-			}
-			p = desc + dsz;
-		}
-	}
+	sdt_notes(&elf, sdt_list_cb, &l);
 	kp_elf_close(&elf);
-	if (!found)
+	if (!l.found)
 		fprintf(stderr, "ktap: %s: no SDT markers\n", path);
 	return 0;
 }

@@ -55,6 +55,9 @@ uint32_t kp_events_simple(struct kp_state *S, enum ktap_probe_type type,
 const char *kp_tracefs(struct kp_state *S);
 struct kp_token;
 uint64_t kp_ksym_addr(struct kp_state *S, const struct kp_token *t);
+/* The address of kernel symbol @name (@len bytes), or 0 after an error. */
+uint64_t kp_ksym_lookup(struct kp_state *S, const char *name, size_t len,
+			uint32_t line, uint32_t col);
 
 /* ktap -le [GLOB]: print matching SYSTEM:EVENT names. */
 int kp_events_list(const char *glob);

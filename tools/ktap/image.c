@@ -232,6 +232,20 @@ int kp_field_ref(struct kp_state *S, uint32_t probe, const char *name)
 	return (int)I->nfields++;
 }
 
+void kp_fetch_add(struct kp_state *S, const struct ktap_bc_fetch *f)
+{
+	struct kp_image *I = S->img;
+
+	if (I->nfetch >= KTAP_MAX_FETCH)
+		kp_fatal(S, S->line, S->col, KP_E_FETCH_MANY, KTAP_MAX_FETCH);
+	/* The kernel wants the section sorted by probe; probes only grow. */
+	if (I->nfetch && I->fetch[I->nfetch - 1].probe > f->probe)
+		abort();
+	kp_grow(&S->arena, (void **)&I->fetch, &I->fetchcap, I->nfetch + 1,
+		sizeof(*I->fetch));
+	I->fetch[I->nfetch++] = *f;
+}
+
 struct kp_proto *kp_proto_new(struct kp_state *S, uint32_t *idx)
 {
 	struct kp_image *I = S->img;
@@ -290,7 +304,8 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	h.strtab.count = I->strlen;
 	off = align_up((uint32_t)(off + I->strlen), 8);
 	if (off + ncode * 8 + nupv * 2 + (uint64_t)I->nprobes * 40 +
-	    (uint64_t)I->nbuiltins * 4 + (uint64_t)I->nfields * 8 + 64 >
+	    (uint64_t)I->nbuiltins * 4 + (uint64_t)I->nfields * 8 +
+	    (uint64_t)I->nfetch * sizeof(struct ktap_bc_fetch) + 64 >
 	    KTAP_MAX_IMAGE) {
 		kp_error(S, 0, 0, KP_E_IMAGE_SIZE, KTAP_MAX_IMAGE);
 		kp_flush_errors(S);
@@ -314,6 +329,11 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	h.fields.off = (uint32_t)off;
 	h.fields.count = I->nfields;
 	off += (uint64_t)I->nfields * sizeof(struct ktap_bc_field);
+	if (I->nfetch)
+		off = align_up((uint32_t)off, 8);
+	h.fetch.off = (uint32_t)off;
+	h.fetch.count = I->nfetch;
+	off += (uint64_t)I->nfetch * sizeof(struct ktap_bc_fetch);
 	h.total_size = (uint32_t)off;
 	/* empty sections point at the header end, which is always valid */
 	if (!I->nconsts)
@@ -330,6 +350,8 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 		h.builtins.off = 0;
 	if (!I->nfields)
 		h.fields.off = 0;
+	if (!I->nfetch)
+		h.fetch.off = 0;
 	if (!I->strlen)
 		h.strtab.off = 0;
 
@@ -375,6 +397,9 @@ void *kp_image_write(struct kp_state *S, uint32_t *lenp)
 	if (I->nfields)
 		memcpy(img + h.fields.off, I->fields,
 		       I->nfields * sizeof(*I->fields));
+	if (I->nfetch)
+		memcpy(img + h.fetch.off, I->fetch,
+		       I->nfetch * sizeof(*I->fetch));
 	*lenp = (uint32_t)off;
 	return img;
 }

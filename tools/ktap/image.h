@@ -36,6 +36,8 @@ struct kp_image {
 	uint32_t		nbuiltins, builtincap;
 	struct ktap_bc_field	*fields;
 	uint32_t		nfields, fieldcap;
+	struct ktap_bc_fetch	*fetch;		/* in probe order */
+	uint32_t		nfetch, fetchcap;
 	const char		**globals;	/* names by slot */
 	uint32_t		nglobals, globalcap;
 	/* hash of constants and strtab strings (open addressing) */
@@ -56,6 +58,9 @@ uint32_t kp_probe_add(struct kp_state *S, const struct ktap_bc_probe *p);
 int kp_builtin_ref(struct kp_state *S, const char *name);
 /* Fields section index of field @name read for probe @probe. */
 int kp_field_ref(struct kp_state *S, uint32_t probe, const char *name);
+
+/* Append a fetch argument of the probe added last (or an earlier one). */
+void kp_fetch_add(struct kp_state *S, const struct ktap_bc_fetch *f);
 
 /* A new prototype, appended; *idx is its index (0: the main chunk). */
 struct kp_proto *kp_proto_new(struct kp_state *S, uint32_t *idx);

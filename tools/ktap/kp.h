@@ -39,6 +39,7 @@
 #define KP_MAX_RETURNS		16		/* values of one return */
 #define KP_MAX_ERRORS		20		/* then stop */
 #define KP_MAX_KPROBE_GLOB	KTAP_MAX_PROBES	/* kprobes one wildcard may add */
+#define KP_MAX_UPROBE_GLOB	KTAP_MAX_PROBES	/* uprobes one wildcard may add */
 #define KP_MAX_ARGS		64		/* script arguments */
 
 /*
@@ -108,6 +109,9 @@
 	E(NO_TRACEFS,	"cannot read %s: %s")				\
 	E(UNSUPPORTED,	"'%s' is not supported: %s")			\
 	E(UPROBE,	"uprobe '%s': %s")				\
+	E(FETCH,	"argument '%s' of '%s': %s")			\
+	E(FETCH_MANY,	"too many fetch arguments in the script (limit %d)") \
+	E(USDT,		"USDT probe '%s': %s")				\
 	E(UNKNOWN_FIELD, "event '%s' has no field '%s'%s")		\
 	E(TOO_MANY_ERRORS, "too many errors, stopping")
 

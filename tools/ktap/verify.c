@@ -75,6 +75,31 @@ static int fields_ok(const struct ktap_bc_header *h, const char *img)
 	return 1;
 }
 
+/* Fetch arguments: sorted by probe, on kprobes and uprobes, in range. */
+static int fetch_ok(const struct ktap_bc_header *h, const char *img)
+{
+	const struct ktap_bc_fetch *f = (const void *)(img + h->fetch.off);
+	const struct ktap_bc_probe *pr = (const void *)(img + h->probes.off);
+	uint32_t i;
+
+	if (h->fetch.count > KTAP_MAX_FETCH)
+		return 0;
+	for (i = 0; i < h->fetch.count; i++) {
+		if (f[i].probe >= h->probes.count ||
+		    (i && f[i].probe < f[i - 1].probe) ||
+		    (pr[f[i].probe].type != KTAP_PROBE_KPROBE &&
+		     pr[f[i].probe].type != KTAP_PROBE_UPROBE) ||
+		    !name_at(h, img, f[i].name) ||
+		    f[i].base >= KTAP_FETCH_BASE__COUNT ||
+		    f[i].type >= KTAP_FETCH_TYPE__COUNT ||
+		    f[i].ndref > KTAP_MAX_FETCH_DEREF ||
+		    (f[i].base == KTAP_FETCH_REG &&
+		     !name_at(h, img, f[i].reg)))
+			return 0;
+	}
+	return 1;
+}
+
 /* CALLB: builtins-section entry @x exists and takes @nargs arguments. */
 static int builtin_ok(const struct ktap_bc_header *h, const int *ids,
 		      int64_t x, uint32_t nargs)
@@ -122,17 +147,18 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 	    !sec_ok(h, &h->probes, sizeof(*pr), 8, len) ||
 	    !sec_ok(h, &h->builtins, 4, 4, len) ||
 	    !sec_ok(h, &h->fields, sizeof(struct ktap_bc_field), 4, len) ||
+	    !sec_ok(h, &h->fetch, sizeof(struct ktap_bc_fetch), 8, len) ||
 	    (h->lines.count && h->lines.count != h->code.count) ||
 	    h->protos.count > KTAP_MAX_PROTOS ||
 	    h->consts.count > KTAP_MAX_CONSTS ||
 	    h->probes.count > KTAP_MAX_PROBES)
 		FAIL("sections");
-	if (h->__reserved[0] || h->__reserved[1])
-		FAIL("header reserved");
 	if (!builtins_ok(h, img, bids))
 		FAIL("builtins");
 	if (!fields_ok(h, img))
 		FAIL("fields");
+	if (!fetch_ok(h, img))
+		FAIL("fetch");
 	p = (const void *)(img + h->protos.off);
 	k = (const void *)(img + h->consts.off);
 	uv = (const void *)(img + h->upvals.off);
@@ -273,7 +299,8 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 		    (pr[i].flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
 		    pr[i].__reserved[0] || pr[i].__reserved[1] ||
 		    pr[i].__reserved[2] ||
-		    (pr[i].attr && pr[i].type != KTAP_PROBE_WATCH))
+		    (pr[i].attr && pr[i].type != KTAP_PROBE_WATCH &&
+		     pr[i].type != KTAP_PROBE_UPROBE))
 			FAIL("probe %u", i);
 		if (pr[i].type != KTAP_PROBE_TIMER &&
 		    pr[i].type != KTAP_PROBE_PROFILE &&

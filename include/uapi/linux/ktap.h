@@ -232,6 +232,8 @@ struct ktap_bc_section {
  *		by name ("print", "gettimeofday_ns"); the kernel resolves
  *		each at load and rejects an unknown name
  *	fields	struct ktap_bc_field: the event fields EVFIELD reads
+ *	fetch	struct ktap_bc_fetch: the fetch arguments of kprobes and
+ *		uprobes, sorted by probe
  */
 struct ktap_bc_header {
 	__u32	magic;			/* KTAP_BC_MAGIC */
@@ -250,7 +252,7 @@ struct ktap_bc_header {
 	struct ktap_bc_section probes;
 	struct ktap_bc_section builtins;
 	struct ktap_bc_section fields;
-	__u32	__reserved[2];		/* must be 0 */
+	struct ktap_bc_section fetch;
 };
 
 struct ktap_bc_proto {
@@ -302,6 +304,8 @@ struct ktap_bc_field {
  * (cpu-clock, cycles), its arg the sample period (0: a default). A
  * watchpoint's target is the symbol or address as written, for
  * messages; its arg the kernel address, its attr KTAP_WATCH_* | length.
+ * A uprobe's attr is the file offset of the reference counter that
+ * guards a USDT probe (its "semaphore"), 0 for none.
  */
 enum ktap_probe_type {
 	KTAP_PROBE_TRACEPOINT,		/* target: SYSTEM:EVENT, * ? globs */
@@ -337,8 +341,54 @@ struct ktap_bc_probe {
 	__u32	spec;			/* strtab: event definition as written */
 	__u32	target;			/* strtab: see the types */
 	__u64	arg;
-	__u32	attr;			/* KTAP_PROBE_WATCH only, else 0 */
+	__u32	attr;			/* WATCH: mode, UPROBE: semaphore */
 	__u32	__reserved[3];		/* must be 0 */
+};
+
+/*
+ * A fetch argument: a named value of a kprobe or uprobe event, read
+ * from the registers and memory the probe saw when the handler asks for
+ * it (e.NAME, argN, argstr), like a FETCHARG of kprobe_events. The
+ * value starts at @base; each of the @ndref memory reads then loads a
+ * word at (value + off[i]), the last one a value of @type. A string
+ * type instead reads the string at the final address. Memory is kernel
+ * memory for a kprobe, user memory for a uprobe or with
+ * KTAP_FETCH_F_USER. An event's fetch arguments are its arg1..argN.
+ */
+enum ktap_fetch_base {
+	KTAP_FETCH_REG,			/* reg: strtab, pt_regs name ("di") */
+	KTAP_FETCH_ARG,			/* reg: function argument, 1..6 */
+	KTAP_FETCH_STACK,		/* reg: N-th word from the stack pointer */
+	KTAP_FETCH_STACKP,		/* the stack pointer */
+	KTAP_FETCH_RETVAL,		/* return probes only */
+	KTAP_FETCH_IMM,			/* imm */
+	KTAP_FETCH_COMM,		/* current->comm, KTAP_FETCH_STRING only */
+	KTAP_FETCH_BASE__COUNT
+};
+
+enum ktap_fetch_type {
+	KTAP_FETCH_U8, KTAP_FETCH_U16, KTAP_FETCH_U32, KTAP_FETCH_U64,
+	KTAP_FETCH_S8, KTAP_FETCH_S16, KTAP_FETCH_S32, KTAP_FETCH_S64,
+	KTAP_FETCH_X8, KTAP_FETCH_X16, KTAP_FETCH_X32, KTAP_FETCH_X64,
+	KTAP_FETCH_STRING,
+	KTAP_FETCH_TYPE__COUNT
+};
+
+#define KTAP_FETCH_F_USER	0x1	/* memory reads are of user memory */
+#define KTAP_MAX_FETCH_DEREF	4
+#define KTAP_MAX_FETCH_ARGS	16	/* per probe */
+#define KTAP_FETCH_STR_MAX	256	/* longest string read, NUL included */
+
+struct ktap_bc_fetch {
+	__u32	probe;			/* probe table index */
+	__u32	name;			/* strtab: field name */
+	__u8	base;			/* enum ktap_fetch_base */
+	__u8	type;			/* enum ktap_fetch_type */
+	__u8	ndref;			/* memory reads, 0..KTAP_MAX_FETCH_DEREF */
+	__u8	flags;			/* KTAP_FETCH_F_* */
+	__u32	reg;			/* see enum ktap_fetch_base */
+	__s64	imm;			/* KTAP_FETCH_IMM's value */
+	__s64	off[KTAP_MAX_FETCH_DEREF];	/* offset of each read */
 };
 
 /* Limits the kernel enforces; the tool checks them first. */
@@ -347,6 +397,7 @@ struct ktap_bc_probe {
 #define KTAP_MAX_CONSTS		65536
 #define KTAP_MAX_PROBES		4096
 #define KTAP_MAX_FIELDS		4096
+#define KTAP_MAX_FETCH		65536
 #define KTAP_MAX_GLOBALS	65536
 #define KTAP_MAX_CALL_DEPTH	32
 /*

@@ -18,7 +18,11 @@
  *    the kernel lists as error-injectable. The function's body is then
  *    skipped, as bpf_override_return() does, so callers never see a
  *    failure after its side effects happened.
- *  - Uprobes and uretprobes on a path and file offset.
+ *  - Uprobes and uretprobes on a path and file offset, USDT probes
+ *    (uprobes with a semaphore).
+ *  - Kprobes and uprobes may carry fetch arguments: values the image
+ *    describes as a register, argument, stack slot or return value and
+ *    a chain of memory reads, read when the handler asks for them.
  *  - Timers (tick-N: one hrtimer) and profile-N (a cpu-clock perf event
  *    on every online CPU, so the handler sees the interrupted context).
  *  - END handlers run at STOP, in process context.
@@ -1711,6 +1715,272 @@ static void ktap_perf_detach(struct ktap_handler *h)
 	ktap_tp_free(tp, true);
 }
 
+/* ---- fetch arguments of kprobes and uprobes ---- */
+
+/**
+ * struct ktap_fetch - a probe's fetch arguments, resolved at attach
+ * @user: every memory read is of user memory (a uprobe)
+ * @n: how many
+ * @arg: each one's image entry and, for a register, its pt_regs offset
+ */
+struct ktap_fetch {
+	bool	user;
+	u32	n;
+	struct ktap_fetch_arg {
+		const struct ktap_bc_fetch	*bc;
+		const char			*name;
+		unsigned int			regoff;
+	} arg[] __counted_by(n);
+};
+
+/**
+ * ktap_fetch_prepare - resolve the fetch arguments of a handler's probe
+ * @h: the handler of a kprobe or uprobe
+ * @user: the probe is a uprobe
+ *
+ * Register names are looked up here, once, so that the probe only
+ * indexes struct pt_regs.
+ *
+ * Return: the arguments, NULL when the probe has none, or an ERR_PTR
+ * (-EINVAL with a message in the session output for an unknown register).
+ */
+static struct ktap_fetch *ktap_fetch_prepare(struct ktap_handler *h,
+					     bool user)
+{
+	struct ktap_vm *vm = h->hot->vm;
+	const struct ktap_bc_fetch *bc;
+	struct ktap_fetch *fa;
+	u32 i, n;
+
+	bc = ktap_vm_fetch(vm, h->probe, &n);
+	if (!n)
+		return NULL;
+	fa = kzalloc(struct_size(fa, arg, n), GFP_KERNEL_ACCOUNT);
+	if (!fa)
+		return ERR_PTR(-ENOMEM);
+	fa->n = n;
+	fa->user = user;
+	for (i = 0; i < n; i++) {
+		struct ktap_fetch_arg *a = &fa->arg[i];
+		int off;
+
+		a->bc = &bc[i];
+		a->name = ktap_vm_str(vm, bc[i].name);
+		if (bc[i].base != KTAP_FETCH_REG)
+			continue;
+		off = regs_query_register_offset(ktap_vm_str(vm, bc[i].reg));
+		if (off < 0) {
+			ktap_session_printf(h->sess,
+					    "ktap: probe '%s': argument '%s': this machine has no register '%s'\n",
+					    ktap_vm_str(vm, h->bp->spec) ?: "?",
+					    a->name, ktap_vm_str(vm, bc[i].reg));
+			kfree(fa);
+			return ERR_PTR(-EINVAL);
+		}
+		a->regoff = off;
+	}
+	return fa;
+}
+
+static int ktap_fetch_mem(void *dst, unsigned long addr, size_t size,
+			  bool user)
+{
+	if (user)
+		return copy_from_user_nofault(dst, (const void __user *)addr,
+					      size);
+	return copy_from_kernel_nofault(dst, (const void *)addr, size);
+}
+
+static const u8 ktap_fetch_size[KTAP_FETCH_TYPE__COUNT] = {
+	[KTAP_FETCH_U8] = 1, [KTAP_FETCH_U16] = 2,
+	[KTAP_FETCH_U32] = 4, [KTAP_FETCH_U64] = 8,
+	[KTAP_FETCH_S8] = 1, [KTAP_FETCH_S16] = 2,
+	[KTAP_FETCH_S32] = 4, [KTAP_FETCH_S64] = 8,
+	[KTAP_FETCH_X8] = 1, [KTAP_FETCH_X16] = 2,
+	[KTAP_FETCH_X32] = 4, [KTAP_FETCH_X64] = 8,
+};
+
+static bool ktap_fetch_signed(u8 type)
+{
+	return type >= KTAP_FETCH_S8 && type <= KTAP_FETCH_S64;
+}
+
+/* The value a fetch argument starts from. */
+static int ktap_fetch_base(const struct ktap_fetch *fa,
+			   const struct ktap_fetch_arg *a,
+			   struct pt_regs *regs, unsigned long *v)
+{
+	const struct ktap_bc_fetch *bc = a->bc;
+
+	switch (bc->base) {
+	case KTAP_FETCH_REG:
+		*v = regs_get_register(regs, a->regoff);
+		return 0;
+	case KTAP_FETCH_ARG:
+		*v = regs_get_kernel_argument(regs, bc->reg - 1);
+		return 0;
+	case KTAP_FETCH_STACK:
+		if (!fa->user) {
+			*v = regs_get_kernel_stack_nth(regs, bc->reg);
+			return 0;
+		}
+		return ktap_fetch_mem(v, user_stack_pointer(regs) +
+				      bc->reg * sizeof(long), sizeof(long),
+				      true);
+	case KTAP_FETCH_STACKP:
+		*v = fa->user ? user_stack_pointer(regs) :
+				kernel_stack_pointer(regs);
+		return 0;
+	case KTAP_FETCH_RETVAL:
+		*v = regs_return_value(regs);
+		return 0;
+	case KTAP_FETCH_IMM:
+		*v = bc->imm;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/**
+ * ktap_fetch_eval - read one fetch argument
+ * @fa: the probe's arguments
+ * @i: which
+ * @regs: the registers the probe saw
+ * @val: a number's value
+ * @str: a string's bytes, KTAP_FETCH_STR_MAX of room
+ *
+ * Probe context, any (NMI included): memory is read with the _nofault
+ * accessors.
+ *
+ * Return: 0 for a number, a string's length (NUL excluded) plus one, or
+ * -EFAULT when a read failed.
+ */
+static int ktap_fetch_eval(const struct ktap_fetch *fa, u32 i,
+			   struct pt_regs *regs, u64 *val, char *str)
+{
+	const struct ktap_fetch_arg *a = &fa->arg[i];
+	const struct ktap_bc_fetch *bc = a->bc;
+	bool user = fa->user || (bc->flags & KTAP_FETCH_F_USER);
+	union {
+		u8	b;
+		u16	h;
+		u32	w;
+		u64	q;
+	} m;
+	unsigned long v;
+	u32 d, size;
+	long len;
+	u64 raw;
+
+	if (bc->base == KTAP_FETCH_COMM) {
+		strscpy(str, current->comm, KTAP_FETCH_STR_MAX);
+		return strlen(str) + 1;
+	}
+	if (ktap_fetch_base(fa, a, regs, &v))
+		return -EFAULT;
+	if (bc->type == KTAP_FETCH_STRING) {
+		/* The last read is the string itself. */
+		for (d = 0; d + 1 < bc->ndref; d++)
+			if (ktap_fetch_mem(&v, v + bc->off[d], sizeof(v), user))
+				return -EFAULT;
+		if (bc->ndref)
+			v += bc->off[bc->ndref - 1];
+		if (user)
+			len = strncpy_from_user_nofault(str, (const void __user *)v,
+							KTAP_FETCH_STR_MAX);
+		else
+			len = strncpy_from_kernel_nofault(str, (const void *)v,
+							  KTAP_FETCH_STR_MAX);
+		if (len <= 0)
+			return -EFAULT;
+		str[KTAP_FETCH_STR_MAX - 1] = '\0';
+		return strlen(str) + 1;
+	}
+	size = ktap_fetch_size[bc->type];
+	for (d = 0; d + 1 < bc->ndref; d++)
+		if (ktap_fetch_mem(&v, v + bc->off[d], sizeof(v), user))
+			return -EFAULT;
+	raw = v;
+	if (bc->ndref) {
+		if (ktap_fetch_mem(&m, v + bc->off[d], size, user))
+			return -EFAULT;
+		raw = size == 1 ? m.b : size == 2 ? m.h : size == 4 ? m.w : m.q;
+	}
+	/* A register is truncated to the type, as kprobe_events does. */
+	switch (size) {
+	case 1:
+		*val = ktap_fetch_signed(bc->type) ? (u64)(s8)raw : (u8)raw;
+		break;
+	case 2:
+		*val = ktap_fetch_signed(bc->type) ? (u64)(s16)raw : (u16)raw;
+		break;
+	case 4:
+		*val = ktap_fetch_signed(bc->type) ? (u64)(s32)raw : (u32)raw;
+		break;
+	default:
+		*val = raw;
+	}
+	return 0;
+}
+
+/* Argument @i as a VM value: a number, a string, or nil after a fault. */
+static int ktap_fetch_value(struct ktap_vm *vm, const struct ktap_fetch *fa,
+			    u32 i, struct pt_regs *regs,
+			    struct ktap_value *out)
+{
+	char str[KTAP_FETCH_STR_MAX];
+	u64 v;
+	int ret = ktap_fetch_eval(fa, i, regs, &v, str);
+
+	if (ret < 0) {
+		out->type = KTAP_TNIL;
+		return 0;
+	}
+	if (ret)
+		return ktap_value_str(vm, out, str, ret - 1);
+	ktap_value_int(out, v);
+	return 0;
+}
+
+/* e.NAME of a fetch argument; -ENOENT when @fa has none by that name. */
+static int ktap_fetch_field(struct ktap_vm *vm, const struct ktap_fetch *fa,
+			    const char *name, u32 len, struct pt_regs *regs,
+			    struct ktap_value *out)
+{
+	u32 i;
+
+	for (i = 0; fa && i < fa->n; i++)
+		if (ktap_name_is(name, len, fa->arg[i].name))
+			return ktap_fetch_value(vm, fa, i, regs, out);
+	return -ENOENT;
+}
+
+/* " name=value" for each argument, as kprobe_events prints them. */
+static void ktap_fetch_print(const struct ktap_fetch *fa,
+			     struct pt_regs *regs, struct seq_buf *s)
+{
+	char str[KTAP_FETCH_STR_MAX];
+	u32 i;
+	u64 v;
+
+	for (i = 0; fa && i < fa->n; i++) {
+		u8 type = fa->arg[i].bc->type;
+		int ret = ktap_fetch_eval(fa, i, regs, &v, str);
+
+		seq_buf_printf(s, " %s=", fa->arg[i].name);
+		if (ret < 0)
+			seq_buf_puts(s, "(fault)");
+		else if (ret)
+			seq_buf_printf(s, "\"%s\"", str);
+		else if (ktap_fetch_signed(type))
+			seq_buf_printf(s, "%lld", (s64)v);
+		else if (type >= KTAP_FETCH_X8)
+			seq_buf_printf(s, "0x%llx", v);
+		else
+			seq_buf_printf(s, "%llu", v);
+	}
+}
+
 /* ---- kprobes ---- */
 
 /**
@@ -1720,6 +1990,7 @@ static void ktap_perf_detach(struct ktap_handler *h)
  * @ret: a kretprobe
  * @override: e.set_retval() may skip the function (KTAP_PROBE_F_OVERRIDE)
  * @etype: how the function fails (EI_ETYPE_*), when @override
+ * @fetch: the probe's fetch arguments, or NULL
  * @kp: the kprobe (@ret false)
  * @rp: the kretprobe (@ret true)
  */
@@ -1729,6 +2000,7 @@ struct ktap_kp {
 	bool			ret;
 	bool			override;
 	int			etype;
+	struct ktap_fetch	*fetch;
 	union {
 		struct kprobe		kp;
 		struct kretprobe	rp;
@@ -1765,20 +2037,26 @@ static int ktap_kp_field(struct ktap_vm *vm, struct ktap_event *ev,
 		ktap_value_int(out, kev->ret_addr);
 		return 0;
 	}
-	return -ENOENT;
+	return ktap_fetch_field(vm, kev->k->fetch, name, len, ev->regs, out);
 }
 
 /*
  * argN, in the spirit of syscall events (arg0 the syscall number, arg1..
  * its arguments or its return value): arg0 is the probed function's
  * address, arg1..arg6 its arguments at entry, arg1 its return value in a
- * return probe.
+ * return probe. A probe with fetch arguments has those as arg1..argN.
  */
 static int ktap_kp_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		       struct ktap_value *out)
 {
 	struct ktap_kp_event *kev = container_of(ev, struct ktap_kp_event, ev);
+	const struct ktap_fetch *fa = kev->k->fetch;
 
+	if (n && fa) {
+		if (n > fa->n)
+			return -ENOENT;
+		return ktap_fetch_value(vm, fa, n - 1, ev->regs, out);
+	}
 	if (n == 0)
 		ktap_value_int(out, ktap_kp_addr(kev->k));
 	else if (kev->k->ret && n == 1)
@@ -1790,19 +2068,23 @@ static int ktap_kp_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 	return 0;
 }
 
-/* Like a kprobe event of ftrace: "sym: (sym+0x0/0x40)". */
+/* Like a kprobe event of ftrace: "sym: (sym+0x0/0x40) arg=value ...". */
 static int ktap_kp_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 			    struct seq_buf *s)
 {
 	struct ktap_kp_event *kev = container_of(ev, struct ktap_kp_event, ev);
 	void *addr = (void *)ktap_kp_addr(kev->k);
 
-	if (kev->k->ret)
-		seq_buf_printf(s, "%s: (%pS <- %ps) arg1=0x%lx", ev->name,
-			       (void *)kev->ret_addr, addr,
-			       regs_return_value(ev->regs));
-	else
+	if (kev->k->ret) {
+		seq_buf_printf(s, "%s: (%pS <- %ps)", ev->name,
+			       (void *)kev->ret_addr, addr);
+		if (!kev->k->fetch)
+			seq_buf_printf(s, " arg1=0x%lx",
+				       regs_return_value(ev->regs));
+	} else {
 		seq_buf_printf(s, "%s: (%pS)", ev->name, addr);
+	}
+	ktap_fetch_print(kev->k->fetch, ev->regs, s);
 	return 0;
 }
 
@@ -1949,6 +2231,12 @@ static int ktap_kp_attach(struct ktap_handler *h)
 	k->h = h;
 	k->name = sym;
 	k->ret = bp->flags & KTAP_PROBE_F_RETURN;
+	k->fetch = ktap_fetch_prepare(h, false);
+	if (IS_ERR(k->fetch)) {
+		ret = PTR_ERR(k->fetch);
+		k->fetch = NULL;
+		goto err;
+	}
 	if (k->ret) {
 		if (bp->arg) {
 			ret = -EINVAL;
@@ -1977,6 +2265,7 @@ static int ktap_kp_attach(struct ktap_handler *h)
 	h->priv = k;
 	return 0;
 err:
+	kfree(k->fetch);
 	kfree(k);
 	return ret;
 }
@@ -1989,6 +2278,7 @@ static void ktap_kp_detach(struct ktap_handler *h)
 		unregister_kretprobe(&k->rp);
 	else
 		unregister_kprobe(&k->kp);
+	kfree(k->fetch);
 	kfree(k);
 }
 
@@ -2000,6 +2290,7 @@ struct ktap_up {
 	struct uprobe		*uprobe;
 	struct path		path;
 	const char		*name;
+	struct ktap_fetch	*fetch;
 };
 
 struct ktap_up_event {
@@ -2023,15 +2314,24 @@ static int ktap_up_field(struct ktap_vm *vm, struct ktap_event *ev,
 		ktap_value_int(out, regs_return_value(ev->regs));
 		return 0;
 	}
-	return -ENOENT;
+	return ktap_fetch_field(vm, uev->u->fetch, name, len, ev->regs, out);
 }
 
-/* argN as for kprobes: arg0 the address, arg1..6 arguments or retval. */
+/*
+ * argN as for kprobes: arg0 the address, arg1..6 arguments or retval,
+ * or the fetch arguments (a USDT probe's arguments) when there are any.
+ */
 static int ktap_up_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		       struct ktap_value *out)
 {
 	struct ktap_up_event *uev = container_of(ev, struct ktap_up_event, ev);
+	const struct ktap_fetch *fa = uev->u->fetch;
 
+	if (n && fa) {
+		if (n > fa->n)
+			return -ENOENT;
+		return ktap_fetch_value(vm, fa, n - 1, ev->regs, out);
+	}
 	if (n == 0)
 		ktap_value_int(out, uev->func ?: instruction_pointer(ev->regs));
 	else if (uev->func && n == 1)
@@ -2054,6 +2354,7 @@ static int ktap_up_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 	else
 		seq_buf_printf(s, "%s: (0x%lx)", ev->name,
 			       instruction_pointer(ev->regs));
+	ktap_fetch_print(uev->u->fetch, ev->regs, s);
 	return 0;
 }
 
@@ -2108,6 +2409,12 @@ static int ktap_up_attach(struct ktap_handler *h)
 		return -ENOMEM;
 	u->h = h;
 	u->name = ktap_vm_str(h->hot->vm, bp->spec) ?: file;
+	u->fetch = ktap_fetch_prepare(h, true);
+	if (IS_ERR(u->fetch)) {
+		ret = PTR_ERR(u->fetch);
+		u->fetch = NULL;
+		goto err;
+	}
 	ret = kern_path(file, LOOKUP_FOLLOW, &u->path);
 	if (ret)
 		goto err;
@@ -2120,7 +2427,8 @@ static int ktap_up_attach(struct ktap_handler *h)
 		u->uc.ret_handler = ktap_uret_handler;
 	else
 		u->uc.handler = ktap_up_handler;
-	u->uprobe = uprobe_register(inode, bp->arg, 0, &u->uc);
+	/* bp->attr: a USDT semaphore, counted while the probe is attached */
+	u->uprobe = uprobe_register(inode, bp->arg, bp->attr, &u->uc);
 	if (IS_ERR(u->uprobe)) {
 		ret = PTR_ERR(u->uprobe);
 		goto err_path;
@@ -2130,6 +2438,7 @@ static int ktap_up_attach(struct ktap_handler *h)
 err_path:
 	path_put(&u->path);
 err:
+	kfree(u->fetch);
 	kfree(u);
 	return ret;
 }
@@ -2596,6 +2905,7 @@ void ktap_handler_detach(struct ktap_handler *h)
 		uprobe_unregister_nosync(u->uprobe, &u->uc);
 		uprobe_unregister_sync();
 		path_put(&u->path);
+		kfree(u->fetch);
 		kfree(u);
 		break;
 	}

@@ -183,6 +183,8 @@ u32 ktap_vm_insn_budget(struct ktap_vm *vm);
 u32 ktap_vm_nfields(struct ktap_vm *vm);
 u32 ktap_vm_nr_builtins(void);
 const struct ktap_bc_field *ktap_vm_field(struct ktap_vm *vm, u32 idx);
+const struct ktap_bc_fetch *ktap_vm_fetch(struct ktap_vm *vm, u32 probe,
+					  u32 *n);
 
 /* Counters for KTAP_IOC_STATS. */
 struct ktap_vm_stats {

@@ -229,6 +229,8 @@ struct ktap_vm {
 	u32				nbuiltins;
 	const struct ktap_bc_field	*fields;
 	u32				nfields;
+	const struct ktap_bc_fetch	*fetch;
+	u32				nfetch;
 	const char			*chunkname;
 
 	/* Globals and closed upvalues: written under @shared_lock. */

@@ -6,8 +6,8 @@
  * into kernel memory and checks all of it in one linear pass before
  * anything runs: header, sections, constants, the builtins the image
  * names (each mapped to the kernel's table by name), function
- * prototypes, the probe table, the fields section, every operand of
- * every instruction. The operand
+ * prototypes, the probe table, the fields and fetch sections, every
+ * operand of every instruction. The operand
  * checks are one generic loop over the operand kinds that the
  * KTAP_OPCODES X-macro declares, so adding an opcode needs no verifier
  * change.
@@ -92,6 +92,10 @@ const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT] = {
 	C(OVERRIDE,	"only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)"), \
 	C(TARGET,	"this probe type needs a target"), \
 	C(WATCH,	"bad watchpoint mode or length"),		\
+	C(FETCH,	"bad fetch argument"),				\
+	C(FETCH_ORDER,	"fetch arguments not sorted by probe"),		\
+	C(FETCH_PROBE,	"fetch arguments on a probe that is not a kprobe or uprobe"), \
+	C(FETCH_MANY,	"more than KTAP_MAX_FETCH_ARGS fetch arguments on one probe"), \
 	C(NOMEM,	"out of memory")
 
 #undef C
@@ -185,8 +189,6 @@ static int ktap_check_header(struct ktap_loader *ld)
 		return ktap_reject(ld, KTAP_VERR_TOTAL_SIZE, "header");
 	if (hdr->flags)
 		return ktap_reject(ld, KTAP_VERR_FLAGS, "header");
-	if (memchr_inv(hdr->__reserved, 0, sizeof(hdr->__reserved)))
-		return ktap_reject(ld, KTAP_VERR_RESERVED, "header");
 	if (hdr->nglobals > KTAP_MAX_GLOBALS)
 		return ktap_reject(ld, KTAP_VERR_NGLOBALS, "header");
 	if (!hdr->protos.count)
@@ -215,6 +217,9 @@ static int ktap_check_header(struct ktap_loader *ld)
 	err = err ?: ktap_check_section(ld, "fields", &hdr->fields,
 					sizeof(struct ktap_bc_field), 4,
 					KTAP_MAX_FIELDS);
+	err = err ?: ktap_check_section(ld, "fetch", &hdr->fetch,
+					sizeof(struct ktap_bc_fetch), 8,
+					KTAP_MAX_FETCH);
 	if (err)
 		return err;
 	if (hdr->lines.count && hdr->lines.count != hdr->code.count)
@@ -243,6 +248,8 @@ static void ktap_map_sections(struct ktap_vm *vm)
 	vm->nbuiltins = hdr->builtins.count;
 	vm->fields = (const void *)(base + hdr->fields.off);
 	vm->nfields = hdr->fields.count;
+	vm->fetch = (const void *)(base + hdr->fetch.off);
+	vm->nfetch = hdr->fetch.count;
 	vm->nglobals = hdr->nglobals;
 }
 
@@ -524,7 +531,7 @@ static int ktap_check_probes(struct ktap_loader *ld)
 			return ktap_reject(ld, KTAP_VERR_RESERVED,
 					   "probe %u", i);
 		if (pr->type == KTAP_PROBE_WATCH ? !ktap_watch_attr_ok(pr->attr) :
-		    pr->attr)
+		    pr->attr && pr->type != KTAP_PROBE_UPROBE)
 			return ktap_reject(ld, KTAP_VERR_WATCH, "probe %u", i);
 		if (!ktap_optname_ok(vm, pr->spec) ||
 		    !ktap_optname_ok(vm, pr->target))
@@ -576,6 +583,72 @@ static int ktap_check_fields(struct ktap_loader *ld)
 			return ktap_reject(ld, KTAP_VERR_PROBE, "field %u", i);
 		if (!ktap_name_ok(vm, vm->fields[i].name))
 			return ktap_reject(ld, KTAP_VERR_NAME, "field %u", i);
+	}
+	return 0;
+}
+
+/*
+ * One fetch argument, on its own: what each base and type allows. The
+ * registers it names are the tracing side's to resolve, at attach.
+ */
+static bool ktap_fetch_ok(const struct ktap_vm *vm,
+			  const struct ktap_bc_fetch *f, bool ret)
+{
+	if (!ktap_name_ok(vm, f->name) || f->base >= KTAP_FETCH_BASE__COUNT ||
+	    f->type >= KTAP_FETCH_TYPE__COUNT ||
+	    f->ndref > KTAP_MAX_FETCH_DEREF || f->flags & ~KTAP_FETCH_F_USER)
+		return false;
+	if (memchr_inv(&f->off[f->ndref], 0,
+		       (KTAP_MAX_FETCH_DEREF - f->ndref) * sizeof(f->off[0])))
+		return false;
+	if (f->base != KTAP_FETCH_IMM && f->imm)
+		return false;
+	switch (f->base) {
+	case KTAP_FETCH_REG:
+		return ktap_name_ok(vm, f->reg);
+	case KTAP_FETCH_ARG:
+		/* A return probe no longer has its arguments' registers. */
+		return f->reg >= 1 && f->reg <= 6 && !ret;
+	case KTAP_FETCH_STACK:
+		return f->reg < 4096 / sizeof(long);
+	case KTAP_FETCH_RETVAL:
+		return !f->reg && ret;
+	case KTAP_FETCH_COMM:
+		return !f->reg && !f->ndref && f->type == KTAP_FETCH_STRING;
+	default:
+		return !f->reg;
+	}
+}
+
+/*
+ * Fetch entries: sorted by probe, at most KTAP_MAX_FETCH_ARGS on a
+ * kprobe or uprobe, each well formed.
+ */
+static int ktap_check_fetch(struct ktap_loader *ld)
+{
+	const struct ktap_vm *vm = ld->vm;
+	u32 i, run = 0;
+
+	for (i = 0; i < vm->nfetch; i++) {
+		const struct ktap_bc_fetch *f = &vm->fetch[i];
+		const struct ktap_bc_probe *pr;
+
+		if (f->probe >= vm->nprobes)
+			return ktap_reject(ld, KTAP_VERR_PROBE, "fetch %u", i);
+		if (i && f->probe < vm->fetch[i - 1].probe)
+			return ktap_reject(ld, KTAP_VERR_FETCH_ORDER,
+					   "fetch %u", i);
+		run = i && f->probe == vm->fetch[i - 1].probe ? run + 1 : 1;
+		if (run > KTAP_MAX_FETCH_ARGS)
+			return ktap_reject(ld, KTAP_VERR_FETCH_MANY,
+					   "fetch %u", i);
+		pr = &vm->probes[f->probe];
+		if (pr->type != KTAP_PROBE_KPROBE &&
+		    pr->type != KTAP_PROBE_UPROBE)
+			return ktap_reject(ld, KTAP_VERR_FETCH_PROBE,
+					   "fetch %u", i);
+		if (!ktap_fetch_ok(vm, f, pr->flags & KTAP_PROBE_F_RETURN))
+			return ktap_reject(ld, KTAP_VERR_FETCH, "fetch %u", i);
 	}
 	return 0;
 }
@@ -692,6 +765,7 @@ struct ktap_vm *ktap_vm_load(const void *image, size_t len,
 	err = err ?: ktap_check_protos(&ld);
 	err = err ?: ktap_check_probes(&ld);
 	err = err ?: ktap_check_fields(&ld);
+	err = err ?: ktap_check_fetch(&ld);
 	for (i = 0; !err && i < vm->nprotos; i++)
 		err = ktap_check_code(&ld, i);
 	if (err)
@@ -782,4 +856,33 @@ u32 ktap_vm_nfields(struct ktap_vm *vm)
 const struct ktap_bc_field *ktap_vm_field(struct ktap_vm *vm, u32 idx)
 {
 	return idx < vm->nfields ? &vm->fields[idx] : NULL;
+}
+
+/**
+ * ktap_vm_fetch - the fetch arguments of a probe
+ * @vm: a loaded VM
+ * @probe: probe table index
+ * @n: set to how many there are
+ *
+ * Return: the first of @probe's entries in the fetch section, in order,
+ * or NULL (and *@n 0) when it has none.
+ */
+const struct ktap_bc_fetch *ktap_vm_fetch(struct ktap_vm *vm, u32 probe,
+					  u32 *n)
+{
+	u32 lo = 0, hi = vm->nfetch, end;
+
+	/* The verifier checked the section is sorted by probe. */
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (vm->fetch[mid].probe < probe)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < vm->nfetch && vm->fetch[end].probe == probe; end++)
+		;
+	*n = end - lo;
+	return *n ? &vm->fetch[lo] : NULL;
 }

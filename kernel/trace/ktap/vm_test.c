@@ -36,11 +36,12 @@ struct tb {
 	struct ktap_bc_probe	probes[4];
 	u32			builtins[16];
 	struct ktap_bc_field	fields[4];
+	struct ktap_bc_fetch	fetch[KTAP_MAX_FETCH_ARGS + 2];
 	u32			code[TB_CODE];
 	u32			lines[TB_CODE];
 	char			strtab[1024];
 	u32			nprotos, nconsts, nupvals, nprobes;
-	u32			nbuiltins, nfields;
+	u32			nbuiltins, nfields, nfetch;
 	u32			ncode, strtab_len, cur, line;
 	bool			no_lines;
 	void			*img;
@@ -130,6 +131,18 @@ static u32 tb_field(struct tb *tb, u32 probe, const char *name)
 	return tb->nfields++;
 }
 
+/* A fetch argument of probe @probe: register "di" read as @type. */
+static struct ktap_bc_fetch *tb_fetch(struct tb *tb, u32 probe, u8 type)
+{
+	struct ktap_bc_fetch *f = &tb->fetch[tb->nfetch++];
+
+	*f = (struct ktap_bc_fetch){
+		.probe = probe, .name = tb_name(tb, "x"),
+		.base = KTAP_FETCH_REG, .type = type, .reg = tb_name(tb, "di"),
+	};
+	return f;
+}
+
 static struct tb *tb_new(struct kunit *test)
 {
 	struct tb *tb = kunit_kzalloc(test, sizeof(*tb), GFP_KERNEL);
@@ -181,6 +194,7 @@ static void tb_build(struct kunit *test, struct tb *tb)
 	tb_sect(&h->probes, &off, 8, sizeof(tb->probes[0]), tb->nprobes);
 	tb_sect(&h->builtins, &off, 4, 4, tb->nbuiltins);
 	tb_sect(&h->fields, &off, 4, sizeof(tb->fields[0]), tb->nfields);
+	tb_sect(&h->fetch, &off, 8, sizeof(tb->fetch[0]), tb->nfetch);
 	tb->len = ALIGN(off, 8);
 	h->total_size = tb->len;
 	img = kunit_kzalloc(test, tb->len, GFP_KERNEL);
@@ -194,6 +208,7 @@ static void tb_build(struct kunit *test, struct tb *tb)
 	memcpy(img + h->probes.off, tb->probes, h->probes.count * sizeof(tb->probes[0]));
 	memcpy(img + h->builtins.off, tb->builtins, h->builtins.count * 4);
 	memcpy(img + h->fields.off, tb->fields, h->fields.count * sizeof(tb->fields[0]));
+	memcpy(img + h->fetch.off, tb->fetch, h->fetch.count * sizeof(tb->fetch[0]));
 	memcpy(img, h, sizeof(*h));
 	tb->img = img;
 }
@@ -373,9 +388,10 @@ static void m_flags(struct tb *tb)
 	HDR(tb)->flags = 1;
 }
 
+/* Where v0 images had two reserved words: the fetch section now. */
 static void m_resv(struct tb *tb)
 {
-	HDR(tb)->__reserved[1] = 1;
+	HDR(tb)->fetch.count = 1;
 }
 
 static void m_nglob(struct tb *tb)
@@ -648,6 +664,110 @@ static void m_watch_rx(struct tb *tb)
 		KTAP_WATCH_R | KTAP_WATCH_X | 8;
 }
 
+static void m_fetch_timer(struct tb *tb)
+{
+	tb_fetch(tb, tb_probe(tb, KTAP_PROBE_TIMER), KTAP_FETCH_U64);
+}
+
+static void m_fetch_order(struct tb *tb)
+{
+	u32 a = tb_probe(tb, KTAP_PROBE_KPROBE);
+	u32 b = tb_probe(tb, KTAP_PROBE_KPROBE);
+
+	tb_fetch(tb, b, KTAP_FETCH_U64);
+	tb_fetch(tb, a, KTAP_FETCH_U64);
+}
+
+static void m_fetch_probe(struct tb *tb)
+{
+	tb_fetch(tb, 3, KTAP_FETCH_U64);
+}
+
+static void m_fetch_base(struct tb *tb)
+{
+	tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), 0)->base =
+		KTAP_FETCH_BASE__COUNT;
+}
+
+static void m_fetch_type(struct tb *tb)
+{
+	tb_fetch(tb, tb_probe(tb, KTAP_PROBE_UPROBE), KTAP_FETCH_TYPE__COUNT);
+}
+
+/* A return probe no longer has its arguments. */
+static void m_fetch_ret_arg(struct tb *tb)
+{
+	u32 p = tb_probe(tb, KTAP_PROBE_KPROBE);
+	struct ktap_bc_fetch *f = tb_fetch(tb, p, KTAP_FETCH_U64);
+
+	tb->probes[p].flags = KTAP_PROBE_F_RETURN;
+	f->base = KTAP_FETCH_ARG;
+	f->reg = 1;
+}
+
+static void m_fetch_entry_retval(struct tb *tb)
+{
+	struct ktap_bc_fetch *f =
+		tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U64);
+
+	f->base = KTAP_FETCH_RETVAL;
+	f->reg = 0;
+}
+
+static void m_fetch_arg7(struct tb *tb)
+{
+	struct ktap_bc_fetch *f =
+		tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U64);
+
+	f->base = KTAP_FETCH_ARG;
+	f->reg = 7;
+}
+
+/* An offset past ndref would be ignored: it must be 0. */
+static void m_fetch_off(struct tb *tb)
+{
+	struct ktap_bc_fetch *f =
+		tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U64);
+
+	f->ndref = 1;
+	f->off[2] = 8;
+}
+
+static void m_fetch_deep(struct tb *tb)
+{
+	tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U64)->ndref =
+		KTAP_MAX_FETCH_DEREF + 1;
+}
+
+static void m_fetch_comm(struct tb *tb)
+{
+	struct ktap_bc_fetch *f =
+		tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U32);
+
+	f->base = KTAP_FETCH_COMM;
+	f->reg = 0;
+}
+
+static void m_fetch_reg(struct tb *tb)
+{
+	tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U64)->reg =
+		9999;
+}
+
+static void m_fetch_flags(struct tb *tb)
+{
+	tb_fetch(tb, tb_probe(tb, KTAP_PROBE_KPROBE), KTAP_FETCH_U64)->flags =
+		0x80;
+}
+
+static void m_fetch_many(struct tb *tb)
+{
+	u32 p = tb_probe(tb, KTAP_PROBE_KPROBE), i;
+
+	for (i = 0; i <= KTAP_MAX_FETCH_ARGS; i++)
+		tb_fetch(tb, p, KTAP_FETCH_U64);
+}
+
 static void m_notarget_uprobe(struct tb *tb)
 {
 	tb->probes[tb_probe(tb, KTAP_PROBE_UPROBE)].target = KTAP_BC_NO_STR;
@@ -763,7 +883,7 @@ static const struct verr_case verr_cases[] = {
 	{ "total_size", NULL, m_total, -EINVAL,
 	  "header: total_size does not match the image length" },
 	{ "flags", NULL, m_flags, -EINVAL, "header: unknown flags" },
-	{ "reserved", NULL, m_resv, -EINVAL, "header: reserved field is not zero" },
+	{ "reserved", NULL, m_resv, -EINVAL, "section fetch: section out of bounds" },
 	{ "nglobals", NULL, m_nglob, -EINVAL, "header: too many globals" },
 	{ "no main", NULL, m_noprotos, -EINVAL, "header: no main chunk" },
 	{ "section bounds", NULL, m_sect, -EINVAL, "section code: section out of bounds" },
@@ -898,6 +1018,27 @@ static const struct verr_case verr_cases[] = {
 	  "probe 0: this probe type needs a target" },
 	{ "uprobe without a target", m_notarget_uprobe, NULL, -EINVAL,
 	  "probe 0: this probe type needs a target" },
+	{ "fetch on a timer", m_fetch_timer, NULL, -EINVAL,
+	  "fetch 0: fetch arguments on a probe that is not a kprobe or uprobe" },
+	{ "fetch unsorted", m_fetch_order, NULL, -EINVAL,
+	  "fetch 1: fetch arguments not sorted by probe" },
+	{ "fetch probe", m_fetch_probe, NULL, -EINVAL, "fetch 0: probe out of range" },
+	{ "fetch base", m_fetch_base, NULL, -EINVAL, "fetch 0: bad fetch argument" },
+	{ "fetch type", m_fetch_type, NULL, -EINVAL, "fetch 0: bad fetch argument" },
+	{ "fetch $arg in a return probe", m_fetch_ret_arg, NULL, -EINVAL,
+	  "fetch 0: bad fetch argument" },
+	{ "fetch $retval at entry", m_fetch_entry_retval, NULL, -EINVAL,
+	  "fetch 0: bad fetch argument" },
+	{ "fetch $arg7", m_fetch_arg7, NULL, -EINVAL, "fetch 0: bad fetch argument" },
+	{ "fetch offset past ndref", m_fetch_off, NULL, -EINVAL,
+	  "fetch 0: bad fetch argument" },
+	{ "fetch five reads", m_fetch_deep, NULL, -EINVAL, "fetch 0: bad fetch argument" },
+	{ "fetch $comm as a number", m_fetch_comm, NULL, -EINVAL,
+	  "fetch 0: bad fetch argument" },
+	{ "fetch register name", m_fetch_reg, NULL, -EINVAL, "fetch 0: bad fetch argument" },
+	{ "fetch flags", m_fetch_flags, NULL, -EINVAL, "fetch 0: bad fetch argument" },
+	{ "fetch 17 on a probe", m_fetch_many, NULL, -EINVAL,
+	  "fetch 16: more than KTAP_MAX_FETCH_ARGS fetch arguments on one probe" },
 	{ "attr on a tracepoint", m_attr_tp, NULL, -EINVAL,
 	  "probe 0: bad watchpoint mode or length" },
 	{ "watchpoint length 3", m_watch_len, NULL, -EINVAL,
@@ -962,6 +1103,50 @@ static void t_verify_valid(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, ktap_vm_run_main(vm), 0);
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "");
+}
+
+/*
+ * A valid fetch section loads, and each probe finds exactly its own
+ * entries (the lookup is a binary search over the sorted section).
+ */
+static void t_fetch_lookup(struct kunit *test)
+{
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_valid(test);
+	const struct ktap_bc_fetch *f;
+	struct ktap_bc_fetch *s;
+	u32 k0, k1, k2, u, n;
+	struct ktap_vm *vm;
+
+	k0 = tb_probe(tb, KTAP_PROBE_KPROBE);
+	k1 = tb_probe(tb, KTAP_PROBE_KPROBE);
+	k2 = tb_probe(tb, KTAP_PROBE_KPROBE);
+	u = tb_probe(tb, KTAP_PROBE_UPROBE);
+	tb->probes[k2].flags = KTAP_PROBE_F_RETURN;
+	tb_fetch(tb, k0, KTAP_FETCH_S32);
+	s = tb_fetch(tb, k0, KTAP_FETCH_STRING);
+	s->ndref = 2;
+	s->off[0] = 40;
+	s->flags = KTAP_FETCH_F_USER;
+	tb_fetch(tb, k2, KTAP_FETCH_U64)->base = KTAP_FETCH_RETVAL;
+	tb->fetch[2].reg = 0;
+	tb_fetch(tb, u, KTAP_FETCH_X16)->base = KTAP_FETCH_STACKP;
+	tb->fetch[3].reg = 0;
+	vm = t_load(test, tb, h, 0);
+
+	f = ktap_vm_fetch(vm, k0, &n);
+	KUNIT_ASSERT_EQ(test, n, 2);
+	KUNIT_EXPECT_EQ(test, f[0].type, KTAP_FETCH_S32);
+	KUNIT_EXPECT_EQ(test, f[1].off[0], 40);
+	KUNIT_EXPECT_NULL(test, ktap_vm_fetch(vm, k1, &n));
+	KUNIT_EXPECT_EQ(test, n, 0);
+	f = ktap_vm_fetch(vm, k2, &n);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, f->base, KTAP_FETCH_RETVAL);
+	f = ktap_vm_fetch(vm, u, &n);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, f->type, KTAP_FETCH_X16);
+	KUNIT_EXPECT_NULL(test, ktap_vm_fetch(vm, u + 1, &n));
 }
 
 /*
@@ -2966,6 +3151,7 @@ static void t_strings(struct kunit *test)
 static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_PARAM(t_verify_reject, verr_gen_params),
 	KUNIT_CASE(t_verify_valid),
+	KUNIT_CASE(t_fetch_lookup),
 	KUNIT_CASE(t_verify_builtin_names),
 	KUNIT_CASE(t_verify_hdr_ext),
 	KUNIT_CASE(t_verify_mem_limit),

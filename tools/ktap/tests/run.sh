@@ -153,7 +153,7 @@ else
 fi
 SDT=/usr/lib/x86_64-linux-gnu/libstdc++.so.6
 if [ -r "$SDT" ]; then
-	check "-lm lists SDT markers" sh -c "'$KTAP' -lm '$SDT' | grep -q '^sdt:libstdcxx:throw$'"
+	check "-lm lists SDT markers" sh -c "'$KTAP' -lm '$SDT' | grep -q '^sdt:$SDT:libstdcxx:throw\( \|$\)'"
 fi
 LIBC=/lib/x86_64-linux-gnu/libc.so.6
 if [ -r "$LIBC" ]; then
@@ -212,10 +212,12 @@ check "a 1200-byte event definition gives a bounded diagnostic" long_diag
 if command -v strip > /dev/null; then
 	strip -o "$OUT/ktap.stripped" "$KTAP"
 	size=$(wc -c < "$OUT/ktap.stripped")
-	if [ "$size" -lt 153600 ]; then
-		ok "stripped ktap is $size bytes (< 150 KB)"
+	# The budget of an embedded target: compiler, USDT and ELF
+	# reading, output formatting, libc only.
+	if [ "$size" -lt 163840 ]; then
+		ok "stripped ktap is $size bytes (< 160 KB)"
 	else
-		not_ok "stripped ktap is $size bytes (< 150 KB)"
+		not_ok "stripped ktap is $size bytes (< 160 KB)"
 	fi
 fi
 

@@ -5,7 +5,8 @@
 # (the tracer, not the KTAP output format this test prints): stacks taken
 # from the probe's context, kernel and user, named; wildcards that attach
 # what they can; targets followed into their children; perf software
-# and hardware events, watchpoints.
+# and hardware events, watchpoints; fetch arguments of kprobes and
+# uprobes, uprobe wildcards, USDT probes and their arguments.
 #
 # KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
 # ktap in PATH).
@@ -27,7 +28,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 12
+ktap_set_plan 16
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -390,6 +391,114 @@ if [ $rc = 0 ] && grep -q '^READS [1-9]' "$T/kpw.out" && [ "$named" -ge 1 ] &&
 else
 	sed 's/^/# /' "$T/kpw.out" "$T/die.out" | head -30
 	ktap_test_fail "kprobe wildcards with blacklisted functions (rc $rc, $drc, named $named)"
+fi
+
+# 13. Kprobe fetch arguments, kprobe_events' syntax: a register as a
+# signed int, a user string behind a register, a kernel string two
+# reads away (struct filename's name), $comm; read as e.NAME, as argN
+# and printed by argstr as ftrace prints a kprobe event.
+cat > "$T/kfetch.kp" <<'EOF'
+trace probe:do_sys_openat2 dfd=%di:s32 path=+0(%si):ustring how=%dx {
+	if (execname == "cat" && e.path == "/proc/version") {
+		printf("OPEN %d %s %s\n", e.dfd, arg2, argstr)
+	}
+}
+trace probe:do_filp_open fname=+0(+0(%si)):string c=$comm {
+	if (e.c == "cat" && e.fname == "/proc/version") {
+		printf("FILP %s\n", argstr)
+	}
+}
+EOF
+trace_while "$T/kfetch.kp" "$T/kfetch.out" workload_reads
+rc=$?
+if [ $rc = 0 ] &&
+   grep -q '^OPEN -100 /proc/version do_sys_openat2: (do_sys_openat2+0x[0-9a-f]*/0x[0-9a-f]*) dfd=-100 path="/proc/version" how=0x[0-9a-f]*$' "$T/kfetch.out" &&
+   grep -q '^FILP do_filp_open: (do_filp_open+0x[0-9a-f]*/0x[0-9a-f]*) fname="/proc/version" c="cat"$' "$T/kfetch.out"; then
+	ktap_test_pass "kprobe fetch arguments: registers, user and kernel strings, \$comm"
+else
+	sed 's/^/# /' "$T/kfetch.out" | head -20
+	ktap_test_fail "kprobe fetch arguments (rc $rc)"
+fi
+
+# 14. $retval of a return probe: cat of a missing file gets -ENOENT.
+cat > "$T/kret.kp" <<'EOF'
+trace probe:do_sys_openat2%return fd=$retval:s64 {
+	if (execname == "cat") {
+		printf("RET %d %d\n", e.fd, arg1)
+	}
+}
+EOF
+trace_while "$T/kret.kp" "$T/kret.out" sh -c 'cat /nonexistent-ktap 2>/dev/null'
+rc=$?
+if [ $rc = 0 ] && grep -qx 'RET -2 -2' "$T/kret.out"; then
+	ktap_test_pass "kretprobe \$retval: cat of a missing file returns -2"
+else
+	sed 's/^/# /' "$T/kret.out" | head -20
+	ktap_test_fail "kretprobe \$retval (rc $rc)"
+fi
+
+# 15. A uprobe wildcard probes each matching function of the binary,
+# named after it; fetch arguments work on uprobes (the first argument
+# of ktap_workload_touch(), and its return value).
+cat > "$T/uglob.kp" <<EOF
+var hits = {}
+trace probe:$WORKLOAD:ktap_workload_* {
+	hits[probename] += 1
+}
+trace probe:$WORKLOAD:ktap_workload_touch n=%di:s64 {
+	printf("TOUCH %d\n", e.n)
+}
+trace probe:$WORKLOAD:ktap_workload_touch%return r=\$retval:s32 {
+	printf("TOUCHED %d\n", e.r)
+}
+trace_end {
+	for (k, v in pairs(hits)) {
+		printf("HIT %s %d\n", k, v)
+	}
+}
+EOF
+uglob_work() {
+	"$WORKLOAD" spin 0.1
+	"$WORKLOAD" touch 7
+}
+trace_while "$T/uglob.kp" "$T/uglob.out" uglob_work
+rc=$?
+if [ $rc = 0 ] && grep -qx "HIT probe:$WORKLOAD:ktap_workload_spin 1" "$T/uglob.out" &&
+   grep -qx "HIT probe:$WORKLOAD:ktap_workload_touch 1" "$T/uglob.out" &&
+   ! grep -q "HIT .*ktap_workload_usdt" "$T/uglob.out" &&
+   grep -qx 'TOUCH 7' "$T/uglob.out" && grep -qx 'TOUCHED 0' "$T/uglob.out"; then
+	ktap_test_pass "uprobe wildcard probes each function; uprobe fetch arguments and \$retval"
+else
+	sed 's/^/# /' "$T/uglob.out" | head -20
+	ktap_test_fail "uprobe wildcard and fetch arguments (rc $rc)"
+fi
+
+# 16. USDT: the test program's probe ktap_workload:tick, written as
+# sdt:PATH:PROVIDER:NAME and as ktap 0.4's sdt:PATH:NAME; its arguments
+# come from the note's specs (arg2 a user string's address, arg3
+# negative), and its semaphore counts while it is attached.
+cat > "$T/usdt.kp" <<EOF
+trace sdt:$WORKLOAD:ktap_workload:tick {
+	printf("TICK %d %s %d\n", arg1, user_string(arg2), arg3)
+}
+trace sdt:$WORKLOAD:tic? {
+	printf("OLD %d\n", e.arg1)
+}
+EOF
+if "$WORKLOAD" usdt 0 0 > /dev/null 2>&1; then
+	timeout 60 "$KTAP" -q "$T/usdt.kp" -- "$WORKLOAD" usdt 3 20 > "$T/usdt.out" 2>&1
+	rc=$?
+	if [ $rc = 0 ] && grep -qx 'TICK 1 tick1 -1' "$T/usdt.out" &&
+	   grep -qx 'TICK 3 tick3 -3' "$T/usdt.out" &&
+	   [ "$(grep -c '^OLD [123]$' "$T/usdt.out")" = 3 ] &&
+	   grep -qx 'semaphore set in 3 of 3' "$T/usdt.out"; then
+		ktap_test_pass "USDT ktap_workload:tick: arguments, both syntaxes, semaphore"
+	else
+		sed 's/^/# /' "$T/usdt.out" | head -20
+		ktap_test_fail "USDT probe (rc $rc)"
+	fi
+else
+	ktap_test_skip "ktap_workload was built without <sys/sdt.h>"
 fi
 
 ktap_finished

@@ -4,8 +4,13 @@
  *
  *   ktap_workload spin SECS   burn a CPU in ktap_workload_spin() for SECS
  *   ktap_workload touch N     fault in N fresh anonymous pages, one each
+ *   ktap_workload usdt N MS   hit the USDT probe ktap_workload:tick N
+ *                             times, MS milliseconds apart, and say how
+ *                             many times its semaphore showed it traced
  *
- * Built with frame pointers so that user stacks walk through it.
+ * Built with frame pointers so that user stacks walk through it. The
+ * USDT probe needs <sys/sdt.h> (Debian: systemtap-sdt-dev); without it
+ * "usdt" exits 4 and the tests that need it skip.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +18,17 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<sys/sdt.h>)
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#define HAVE_SDT 1
+/* Nonzero while a tracer has the probe attached (uprobe ref_ctr). */
+unsigned short ktap_workload_tick_semaphore
+	__attribute__((section(".probes")));
+#endif
+#endif
 
 static volatile unsigned long sink;
 
@@ -37,7 +53,7 @@ __attribute__((noinline)) void ktap_workload_spin(double secs)
 }
 
 /* One page fault per page: no huge pages, no fault-around for anon. */
-static int touch(long n)
+__attribute__((noinline)) int ktap_workload_touch(long n)
 {
 	long page = sysconf(_SC_PAGESIZE), i;
 	char *p = mmap(NULL, n * page, PROT_READ | PROT_WRITE,
@@ -53,6 +69,40 @@ static int touch(long n)
 	return munmap(p, n * page) != 0;
 }
 
+#ifdef HAVE_SDT
+struct point {
+	long	x;
+	int	y;
+};
+
+/* arg1 i, arg2 a string, arg3 -i, arg4 a struct, by address */
+__attribute__((noinline)) int ktap_workload_usdt(long n, long ms)
+{
+	struct point pt = { 0, -7 };
+	long i, traced = 0;
+	char name[32];
+
+	for (i = 1; i <= n; i++) {
+		pt.x = i * 10;
+		snprintf(name, sizeof(name), "tick%ld", i);
+		if (ktap_workload_tick_semaphore)
+			traced++;
+		STAP_PROBE4(ktap_workload, tick, i, name, -i, &pt);
+		usleep(ms * 1000);
+	}
+	printf("semaphore set in %ld of %ld\n", traced, n);
+	return 0;
+}
+#else
+__attribute__((noinline)) int ktap_workload_usdt(long n, long ms)
+{
+	(void)n;
+	(void)ms;
+	fprintf(stderr, "ktap_workload: built without <sys/sdt.h>\n");
+	return 4;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "spin")) {
@@ -60,7 +110,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "touch"))
-		return touch(atol(argv[2]));
-	fprintf(stderr, "usage: ktap_workload spin SECS | touch PAGES\n");
+		return ktap_workload_touch(atol(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "usdt"))
+		return ktap_workload_usdt(atol(argv[2]), atol(argv[3]));
+	fprintf(stderr,
+		"usage: ktap_workload spin SECS | touch PAGES | usdt N MS\n");
 	return 2;
 }
