@@ -1885,16 +1885,10 @@ static int ktap_fetch_eval(const struct ktap_fetch *fa, u32 i,
 				return -EFAULT;
 		if (bc->ndref)
 			v += bc->off[bc->ndref - 1];
-		if (user)
-			len = strncpy_from_user_nofault(str, (const void __user *)v,
-							KTAP_FETCH_STR_MAX);
-		else
-			len = strncpy_from_kernel_nofault(str, (const void *)v,
-							  KTAP_FETCH_STR_MAX);
-		if (len <= 0)
+		len = ktap_strncpy_nofault(str, v, KTAP_FETCH_STR_MAX, user);
+		if (len < 0)
 			return -EFAULT;
-		str[KTAP_FETCH_STR_MAX - 1] = '\0';
-		return strlen(str) + 1;
+		return len + 1;
 	}
 	size = ktap_fetch_size[bc->type];
 	for (d = 0; d + 1 < bc->ndref; d++)

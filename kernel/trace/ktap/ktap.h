@@ -199,6 +199,9 @@ struct ktap_vm_stats {
 
 void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st);
 
+long ktap_strncpy_nofault(char *dst, unsigned long addr, size_t size,
+			  bool user);
+
 /* Values the tracing side hands back from event callbacks. */
 int ktap_value_str(struct ktap_vm *vm, struct ktap_value *out,
 		   const char *s, size_t len);

@@ -903,27 +903,45 @@ static int ktap_bi_usym(struct ktap_exec *x, struct ktap_value *ret,
 	return ktap_sym_str(x, ret, args, true);
 }
 
-/* Copy a NUL-terminated string without faulting, one page at a time. */
-static long ktap_fetch(char *dst, unsigned long addr, bool user)
+/**
+ * ktap_strncpy_nofault() - copy a NUL-terminated string without faulting
+ * @dst: destination, @size bytes; always NUL-terminated on success
+ * @addr: kernel or user address of the string
+ * @size: size of @dst, at least 1
+ * @user: @addr is a user address of the current task
+ *
+ * The string is read one page at a time so that a string ending just before
+ * an unmapped page is still read whole; strncpy_*_nofault() would do the
+ * same but is not available to modules.  Safe in any context, NMI included.
+ *
+ * Return: length of the copied string without its NUL (truncated to
+ * @size - 1), or -EFAULT if the first page cannot be read.
+ */
+long ktap_strncpy_nofault(char *dst, unsigned long addr, size_t size,
+			  bool user)
 {
 	long n = 0, chunk;
 	char *nul;
 
-	while (n < KTAP_FETCH_MAX - 1) {
-		chunk = min_t(long, KTAP_FETCH_MAX - 1 - n,
+	while (n < (long)size - 1) {
+		chunk = min_t(long, size - 1 - n,
 			      PAGE_SIZE - offset_in_page(addr + n));
 		if (user ? copy_from_user_nofault(dst + n,
 						  (const void __user *)(addr + n),
 						  chunk) :
 			   copy_from_kernel_nofault(dst + n,
 						    (const void *)(addr + n),
-						    chunk))
-			return -EFAULT;
+						    chunk)) {
+			if (!n)
+				return -EFAULT;
+			break;
+		}
 		nul = memchr(dst + n, '\0', chunk);
 		if (nul)
 			return nul - dst;
 		n += chunk;
 	}
+	dst[n] = '\0';
 	return n;
 }
 
@@ -935,7 +953,8 @@ static int ktap_string_from(struct ktap_exec *x, struct ktap_value *ret,
 	if (args[0].type != KTAP_TINT)
 		return ktap_bad_arg(x, 1, user ? "user_string" : "kernel_string",
 				    "number", &args[0]);
-	n = ktap_fetch(x->ctx->tmp, (unsigned long)args[0].i, user);
+	n = ktap_strncpy_nofault(x->ctx->tmp, (unsigned long)args[0].i,
+				 KTAP_FETCH_MAX, user);
 	if (n < 0)
 		return 0;	/* unreadable: nil */
 	return ktap_ret_str(x, ret, x->ctx->tmp, n);
