@@ -27,14 +27,17 @@
  *    on every online CPU, so the handler sees the interrupted context).
  *  - END handlers run at STOP, in process context.
  *
- * CPUs that come online after START are not traced (the per-CPU kinds
- * create their counters for the CPUs online at START).
+ * The per-CPU kinds (tracepoints off the syscall path, profile, perf
+ * events, watchpoints) follow CPU hotplug: a CPU that comes online gets
+ * its counters from a work item (struct ktap_cpus).
  */
 
 #define pr_fmt(fmt) "ktap: " fmt
 
 #include <linux/cleanup.h>
 #include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
 #include <linux/err.h>
 #include <linux/error-injection.h>
 #include <linux/ftrace.h>
@@ -53,6 +56,7 @@
 #include <linux/tracepoint.h>
 #include <linux/unaligned.h>
 #include <linux/uprobes.h>
+#include <linux/workqueue.h>
 #include <trace/syscall.h>
 #include <asm/irq_regs.h>
 #include <asm/syscall.h>
@@ -351,17 +355,242 @@ static void ktap_free_iters(void)
 	ktap_iters = NULL;
 }
 
+/* The CPUs a handler's per-CPU counters go on. */
+static bool ktap_handler_on_cpu(struct ktap_handler *h, int cpu)
+{
+	return !h->filter || h->hot->cpu < 0 || h->hot->cpu == cpu;
+}
+
+/* ---- per-CPU counters, kept across CPU hotplug ---- */
+
+/* Dynamic cpuhp state of the counter sets (see ktap_events_get()). */
+static int ktap_cpuhp_state = -1;
+
+/**
+ * struct ktap_cpus - the per-CPU perf counters of one handler
+ * @node: instance of ktap_cpuhp_state
+ * @work: creates the counters of the CPUs in @pending
+ * @pending_lock: protects @pending; the cpuhp callback takes it
+ * @pending: CPUs that came online since @work last ran
+ * @lock: serialises creating and replacing the counters in @events
+ * @h: the handler
+ * @create: make counter @kind for @cpu; NULL when @kind is not in use
+ * @nkinds: counters per CPU (one per tracepoint event, else one)
+ * @ncreated: counters in @events, at most KTAP_MAX_PERF_EVENTS
+ * @events: @events[kind * nr_cpu_ids + cpu]
+ *
+ * perf takes a CPU's counters off it when the CPU goes down and does not
+ * put them back when it comes up, so a CPU that comes online gets new
+ * ones. Not in the cpuhp callback: creating a counter may take
+ * cpu_hotplug_lock (a software event's static key, a tracepoint's
+ * first registration), which the hotplug operation holds while its
+ * callbacks run. The callback queues @work instead.
+ */
+struct ktap_cpus {
+	struct hlist_node	node;
+	struct work_struct	work;
+	spinlock_t		pending_lock;	/* guards pending */
+	cpumask_var_t		pending;
+	struct mutex		lock;		/* guards events */
+	struct ktap_handler	*h;
+	struct perf_event	*(*create)(struct ktap_cpus *c, u32 kind,
+					   int cpu);
+	u32			nkinds;
+	u32			ncreated;
+	struct perf_event	**events;
+};
+
+/* Slots of a counter set, a few MB at most. */
+#define KTAP_MAX_PERF_SLOTS	(256 * 1024)
+
+static struct perf_event **ktap_cpus_slot(struct ktap_cpus *c, u32 kind,
+					  int cpu)
+{
+	return &c->events[(size_t)kind * nr_cpu_ids + cpu];
+}
+
+static void ktap_cpus_work(struct work_struct *work)
+{
+	struct ktap_cpus *c = container_of(work, struct ktap_cpus, work);
+	struct perf_event **slot, *pe, *old;
+	unsigned int cpu;
+	u32 k;
+
+	for (;;) {
+		scoped_guard(spinlock_irqsave, &c->pending_lock) {
+			cpu = cpumask_first(c->pending);
+			if (cpu < nr_cpu_ids)
+				cpumask_clear_cpu(cpu, c->pending);
+		}
+		if (cpu >= nr_cpu_ids)
+			return;
+		if (!ktap_handler_on_cpu(c->h, cpu))
+			continue;
+		guard(mutex)(&c->lock);
+		for (k = 0; k < c->nkinds; k++) {
+			slot = ktap_cpus_slot(c, k, cpu);
+			if (!*slot && c->ncreated >= KTAP_MAX_PERF_EVENTS)
+				break;
+			/* Gone offline again: created at its next online. */
+			pe = c->create(c, k, cpu);
+			if (IS_ERR_OR_NULL(pe))
+				continue;
+			old = *slot;
+			*slot = pe;
+			if (old)
+				perf_event_release_kernel(old);
+			else
+				c->ncreated++;
+		}
+	}
+}
+
+static int ktap_cpu_online(unsigned int cpu, struct hlist_node *node)
+{
+	struct ktap_cpus *c = hlist_entry(node, struct ktap_cpus, node);
+
+	scoped_guard(spinlock_irqsave, &c->pending_lock)
+		cpumask_set_cpu(cpu, c->pending);
+	schedule_work(&c->work);
+	return 0;
+}
+
+/**
+ * ktap_cpus_init - prepare a handler's per-CPU counter set
+ * @c: the set, zeroed
+ * @h: the handler
+ * @nkinds: counters per CPU
+ * @create: makes one; see struct ktap_cpus
+ *
+ * The set follows CPU hotplug from here on, before any counter exists,
+ * so that no CPU coming up while the counters are created is missed.
+ *
+ * Return: 0, -E2BIG when @nkinds counters on every possible CPU would
+ * take more than KTAP_MAX_PERF_SLOTS slots, or -ENOMEM.
+ */
+static int ktap_cpus_init(struct ktap_cpus *c, struct ktap_handler *h,
+			  u32 nkinds,
+			  struct perf_event *(*create)(struct ktap_cpus *c,
+						       u32 kind, int cpu))
+{
+	int ret;
+
+	if ((u64)nkinds * nr_cpu_ids > KTAP_MAX_PERF_SLOTS)
+		return -E2BIG;
+	c->events = kvcalloc((size_t)nkinds * nr_cpu_ids, sizeof(*c->events),
+			     GFP_KERNEL_ACCOUNT);
+	if (!c->events)
+		return -ENOMEM;
+	if (!zalloc_cpumask_var(&c->pending, GFP_KERNEL_ACCOUNT)) {
+		kvfree(c->events);
+		return -ENOMEM;
+	}
+	INIT_WORK(&c->work, ktap_cpus_work);
+	spin_lock_init(&c->pending_lock);
+	mutex_init(&c->lock);
+	c->h = h;
+	c->create = create;
+	c->nkinds = nkinds;
+	INIT_HLIST_NODE(&c->node);
+	ret = cpuhp_state_add_instance_nocalls(ktap_cpuhp_state, &c->node);
+	if (ret) {
+		free_cpumask_var(c->pending);
+		kvfree(c->events);
+	}
+	return ret;
+}
+
+/**
+ * ktap_cpus_create - counter @kind on every online CPU the handler allows
+ * @c: the set
+ * @kind: which
+ *
+ * Return: how many CPUs have it, or a negative error; the counters made
+ * before an error stay in @c, for ktap_cpus_release_kind().
+ */
+static int ktap_cpus_create(struct ktap_cpus *c, u32 kind)
+{
+	struct perf_event **slot, *pe;
+	int cpu, n = 0;
+
+	guard(mutex)(&c->lock);
+	for_each_online_cpu(cpu) {
+		if (!ktap_handler_on_cpu(c->h, cpu))
+			continue;
+		slot = ktap_cpus_slot(c, kind, cpu);
+		if (!*slot) {
+			if (c->ncreated >= KTAP_MAX_PERF_EVENTS)
+				return -E2BIG;
+			pe = c->create(c, kind, cpu);
+			if (IS_ERR_OR_NULL(pe))
+				return pe ? PTR_ERR(pe) : -ENOENT;
+			*slot = pe;
+			c->ncreated++;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* Release counter @kind on every CPU. */
+static void ktap_cpus_release_kind(struct ktap_cpus *c, u32 kind)
+{
+	struct perf_event **slot;
+	int cpu;
+
+	guard(mutex)(&c->lock);
+	for_each_possible_cpu(cpu) {
+		slot = ktap_cpus_slot(c, kind, cpu);
+		if (*slot) {
+			perf_event_release_kernel(*slot);
+			*slot = NULL;
+			c->ncreated--;
+		}
+	}
+}
+
+/* One counter of @kind that exists, for what it is attached to. */
+static struct perf_event *ktap_cpus_any(struct ktap_cpus *c, u32 kind)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		if (*ktap_cpus_slot(c, kind, cpu))
+			return *ktap_cpus_slot(c, kind, cpu);
+	return NULL;
+}
+
+/**
+ * ktap_cpus_destroy - stop following hotplug and release every counter
+ * @c: a set ktap_cpus_init() prepared
+ *
+ * Process context; the overflow handlers may still be running when this
+ * returns (callers wait for them before freeing what they read).
+ */
+static void ktap_cpus_destroy(struct ktap_cpus *c)
+{
+	u32 k;
+
+	cpuhp_state_remove_instance_nocalls(ktap_cpuhp_state, &c->node);
+	cancel_work_sync(&c->work);
+	for (k = 0; k < c->nkinds; k++)
+		ktap_cpus_release_kind(c, k);
+	free_cpumask_var(c->pending);
+	kvfree(c->events);
+}
+
 /**
  * ktap_events_get - take a reference on the shared probe state
  *
- * Called when a session is created; allocates the per-CPU scratch
- * iterators for the first one.
+ * Called when a session is created; for the first one, allocates the
+ * per-CPU scratch iterators and sets up the CPU hotplug state the
+ * per-CPU counters follow.
  *
- * Return: 0 or -ENOMEM.
+ * Return: 0 or a negative error.
  */
 int ktap_events_get(void)
 {
-	int cpu;
+	int cpu, ret = -ENOMEM;
 
 	guard(mutex)(&ktap_users_lock);
 	if (ktap_users++)
@@ -377,19 +606,27 @@ int ktap_events_get(void)
 		if (!ktap_iters[cpu])
 			goto err;
 	}
+	ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "trace/ktap:online",
+				      ktap_cpu_online, NULL);
+	if (ret < 0)
+		goto err;
+	ktap_cpuhp_state = ret;
 	return 0;
 err:
 	ktap_free_iters();
 	ktap_users--;
-	return -ENOMEM;
+	return ret;
 }
 
 /* Drop the reference taken by ktap_events_get(). */
 void ktap_events_put(void)
 {
 	guard(mutex)(&ktap_users_lock);
-	if (!--ktap_users)
-		ktap_free_iters();
+	if (--ktap_users)
+		return;
+	ktap_free_iters();
+	cpuhp_remove_multi_state(ktap_cpuhp_state);
+	ktap_cpuhp_state = -1;
 }
 
 /* ---- tracepoints ---- */
@@ -430,10 +667,16 @@ struct ktap_tp_event {
  * @h: the handler
  * @slots: the image's fields resolved in the event, or NULL; published
  *	   with release semantics once built
+ * @call: the event the counters were created for, once known
+ * @type: its event type (the counters' perf config)
+ * @dead: skipped: no counter is created for it, hotplug included
  */
 struct ktap_tp_ctx {
 	struct ktap_handler	*h;
 	struct ktap_tp_slots	*slots;
+	struct trace_event_call	*call;
+	unsigned int		type;
+	bool			dead;
 };
 
 struct ktap_sc;
@@ -443,15 +686,14 @@ struct ktap_sc;
  * @sc: the syscall events it reaches directly (see struct ktap_sc)
  * @ctx: one context per perf-backed event, shared by its counters
  * @nctx: entries at @ctx
- * @nr: room at @events
- * @events: the perf counters of all other events, @nr at most
+ * @cpus: the counters of the perf-backed events, @ctx[k] for kind k;
+ *	  prepared only when there are any (@ctx not NULL)
  */
 struct ktap_tp {
 	struct ktap_sc		*sc;
 	struct ktap_tp_ctx	*ctx;
 	u32			nctx;
-	u32			nr;
-	struct perf_event	*events[] __counted_by(nr);
+	struct ktap_cpus	cpus;
 };
 
 enum ktap_sc_kind {
@@ -1085,49 +1327,6 @@ static void ktap_tp_overflow(struct perf_event *event,
 	ktap_handler_fire(ctx->h, &tev.ev);
 }
 
-static void ktap_perf_release(struct perf_event **events, u32 nr)
-{
-	u32 i;
-
-	for (i = 0; i < nr; i++) {
-		if (!IS_ERR_OR_NULL(events[i]))
-			perf_event_release_kernel(events[i]);
-	}
-}
-
-/* The CPUs a handler's per-CPU counters go on. */
-static bool ktap_handler_on_cpu(struct ktap_handler *h, int cpu)
-{
-	return !h->filter || h->hot->cpu < 0 || h->hot->cpu == cpu;
-}
-
-/*
- * Create one counter per online CPU (as filtered) for @attr, with @fn
- * as overflow handler and @ctx as its context; store them from @events.
- * Returns the number stored or a negative error (the counters stored
- * until then stay in @events for the caller to release).
- */
-static int ktap_perf_create(struct ktap_handler *h,
-			    struct perf_event_attr *attr,
-			    perf_overflow_handler_t fn, void *ctx,
-			    struct perf_event **events, u32 room)
-{
-	struct perf_event *pe;
-	int cpu, n = 0;
-
-	for_each_online_cpu(cpu) {
-		if (!ktap_handler_on_cpu(h, cpu))
-			continue;
-		if (n >= room)
-			return -E2BIG;
-		pe = perf_event_create_kernel_counter(attr, cpu, NULL, fn, ctx);
-		if (IS_ERR(pe))
-			return PTR_ERR(pe);
-		events[n++] = pe;
-	}
-	return n;
-}
-
 /**
  * struct ktap_tp_pat - a tracepoint probe's SYSTEM:EVENT pattern, split
  * @buf: the copy @sys and @event point into; kfree() it
@@ -1481,6 +1680,39 @@ static void ktap_tp_skip(struct ktap_tp_res *rs, unsigned int type, int err)
 	trace_event_read_unlock();
 }
 
+/*
+ * ktap_cpus create callback of a tracepoint probe: the counter of event
+ * @kind on @cpu. An event type freed and handed to another event since
+ * the probe was attached is not created again.
+ */
+static struct perf_event *ktap_tp_create(struct ktap_cpus *c, u32 kind,
+					 int cpu)
+{
+	struct ktap_tp *tp = container_of(c, struct ktap_tp, cpus);
+	struct ktap_tp_ctx *ctx = &tp->ctx[kind];
+	struct perf_event_attr attr = {
+		.type		= PERF_TYPE_TRACEPOINT,
+		.size		= sizeof(attr),
+		.sample_period	= 1,
+		.sample_type	= PERF_SAMPLE_RAW,
+	};
+	struct trace_event_call *call;
+	struct perf_event *pe;
+
+	/* Pairs with smp_store_release() in ktap_tp_attach_perf(). */
+	if (kind >= smp_load_acquire(&tp->nctx) || READ_ONCE(ctx->dead))
+		return NULL;
+	attr.config = ctx->type;
+	call = READ_ONCE(ctx->call);
+	pe = perf_event_create_kernel_counter(&attr, cpu, NULL,
+					      ktap_tp_overflow, ctx);
+	if (!IS_ERR(pe) && call && pe->tp_event != call) {
+		perf_event_release_kernel(pe);
+		return ERR_PTR(-EAGAIN);
+	}
+	return pe;
+}
+
 /**
  * ktap_tp_attach_perf - counters for the events off the syscall fast path
  * @rs: attach-time state; @rs->perf lists the event types
@@ -1495,48 +1727,49 @@ static void ktap_tp_skip(struct ktap_tp_res *rs, unsigned int type, int err)
  */
 static int ktap_tp_attach_perf(struct ktap_tp_res *rs, struct ktap_tp *tp)
 {
-	struct perf_event_attr attr = {
-		.type		= PERF_TYPE_TRACEPOINT,
-		.size		= sizeof(attr),
-		.sample_period	= 1,
-		.sample_type	= PERF_SAMPLE_RAW,
-	};
 	struct trace_event_call *call;
 	struct ktap_tp_slots *slots;
 	struct ktap_tp_ctx *ctx;
+	struct perf_event *pe;
 	unsigned int type;
-	u32 used = 0;
+	u32 kind;
 	int n, ret;
 
 	for_each_set_bit(type, rs->perf, TRACE_EVENT_TYPE_MAX + 1) {
-		ctx = &tp->ctx[tp->nctx++];
+		kind = tp->nctx;
+		ctx = &tp->ctx[kind];
 		ctx->h = rs->h;
-		attr.config = type;
-		n = ktap_perf_create(rs->h, &attr, ktap_tp_overflow, ctx,
-				     tp->events + used, tp->nr - used);
+		ctx->type = type;
+		/* Pairs with smp_load_acquire() in ktap_tp_create(). */
+		smp_store_release(&tp->nctx, kind + 1);
+		n = ktap_cpus_create(&tp->cpus, kind);
 		if (n < 0 && rs->wild && n != -E2BIG && n != -ENOMEM) {
 			/* this event's counters on the CPUs done so far */
-			ktap_perf_release(tp->events + used, tp->nr - used);
-			memset(tp->events + used, 0,
-			       (tp->nr - used) * sizeof(*tp->events));
+			WRITE_ONCE(ctx->dead, true);
+			ktap_cpus_release_kind(&tp->cpus, kind);
 			ktap_tp_skip(rs, type, n);
 			continue;
 		}
 		if (n < 0)
 			return n;
 		rs->nattached++;
-		if (!n) {
+		call = NULL;
+		scoped_guard(mutex, &tp->cpus.lock) {
+			pe = ktap_cpus_any(&tp->cpus, kind);
+			if (pe)
+				call = pe->tp_event;
+		}
+		if (!pe) {
 			rs->unseen = true;
 			continue;
 		}
-		call = tp->events[used]->tp_event;
-		used += n;
 		if (!call || !ktap_tp_match(&rs->pat, call)) {
 			ktap_session_printf(rs->h->sess,
 					    "ktap: probe '%s': event %u changed while '%s' was being attached, try again\n",
 					    rs->spec, type, rs->target);
 			return -EAGAIN;
 		}
+		WRITE_ONCE(ctx->call, call);
 		ret = ktap_tp_resolve(rs, call, &slots);
 		if (ret)
 			return ret;
@@ -1623,7 +1856,6 @@ static int ktap_tp_attach(struct ktap_handler *h)
 	struct ktap_tp_res rs = { .h = h };
 	struct ktap_sc *sc;
 	struct ktap_tp *tp;
-	u32 room;
 	int ret;
 
 	rs.spec = ktap_vm_str(vm, h->bp->spec) ?: "?";
@@ -1651,25 +1883,33 @@ static int ktap_tp_attach(struct ktap_handler *h)
 		ret = -ENOENT;
 		goto err_sc;
 	}
-	room = min_t(u64, (u64)rs.nperf * num_possible_cpus(),
-		     KTAP_MAX_PERF_EVENTS);
-	tp = kvzalloc(struct_size(tp, events, room), GFP_KERNEL_ACCOUNT);
+	tp = kvzalloc(sizeof(*tp), GFP_KERNEL_ACCOUNT);
 	if (!tp) {
 		ret = -ENOMEM;
 		goto err_sc;
 	}
-	tp->nr = room;
 	tp->sc = sc;
+	ret = ktap_sc_resolve(&rs);
+	if (ret)
+		goto err_tp;
 	if (rs.nperf) {
 		tp->ctx = kvcalloc(rs.nperf, sizeof(*tp->ctx), GFP_KERNEL_ACCOUNT);
 		if (!tp->ctx) {
 			ret = -ENOMEM;
 			goto err_tp;
 		}
+		ret = ktap_cpus_init(&tp->cpus, h, rs.nperf, ktap_tp_create);
+		if (ret == -E2BIG)
+			ktap_session_printf(h->sess,
+					    "ktap: probe '%s': %u events on %u possible CPUs are more counters than ktap keeps (%u)\n",
+					    rs.spec, rs.nperf, nr_cpu_ids,
+					    KTAP_MAX_PERF_SLOTS);
+		if (ret) {
+			kvfree(tp->ctx);
+			tp->ctx = NULL;
+			goto err_tp;
+		}
 	}
-	ret = ktap_sc_resolve(&rs);
-	if (ret)
-		goto err_tp;
 	ret = ktap_tp_attach_perf(&rs, tp);
 	if (ret)
 		goto err_perf;
@@ -1692,7 +1932,8 @@ static int ktap_tp_attach(struct ktap_handler *h)
 err_sc_reg:
 	ktap_sc_unregister(sc);
 err_perf:
-	ktap_perf_release(tp->events, tp->nr);
+	if (tp->ctx)
+		ktap_cpus_destroy(&tp->cpus);
 	/* A probe may have seen @sc or a context already. */
 	tracepoint_synchronize_unregister();
 err_tp:
@@ -1709,7 +1950,8 @@ static void ktap_perf_detach(struct ktap_handler *h)
 	struct ktap_tp *tp = h->priv;
 
 	ktap_sc_unregister(tp->sc);
-	ktap_perf_release(tp->events, tp->nr);
+	if (tp->ctx)
+		ktap_cpus_destroy(&tp->cpus);
 	/* Probes may still run until a grace period has passed. */
 	ktap_sc_free(tp->sc, true);
 	ktap_tp_free(tp, true);
@@ -2530,19 +2772,24 @@ static void ktap_timer_detach(struct ktap_handler *h)
 	kfree(t);
 }
 
-/* A profile probe: per-CPU cpu-clock counters, named like the probe. */
-struct ktap_profile {
+/**
+ * struct ktap_counter - attachment of a profile, perf or watchpoint probe
+ * @name: the event name the handler sees (the probe, as written)
+ * @attr: what each CPU's counter counts
+ * @cpus: one counter per allowed CPU, kept across CPU hotplug
+ */
+struct ktap_counter {
 	char			name[KTAP_NAME_LEN];
-	u32			nr;
-	struct perf_event	*events[] __counted_by(nr);
+	struct perf_event_attr	attr;
+	struct ktap_cpus	cpus;
 };
 
-static void ktap_profile_overflow(struct perf_event *event,
+static void ktap_counter_overflow(struct perf_event *event,
 				  struct perf_sample_data *data,
 				  struct pt_regs *regs)
 {
 	struct ktap_handler *h = event->overflow_handler_context;
-	struct ktap_profile *p = READ_ONCE(h->priv);
+	struct ktap_counter *p = READ_ONCE(h->priv);
 	struct ktap_plain_event pev = {
 		.ev = { .ops = &ktap_plain_ops, .regs = regs },
 	};
@@ -2553,25 +2800,37 @@ static void ktap_profile_overflow(struct perf_event *event,
 	ktap_handler_fire(h, &pev.ev);
 }
 
+static struct perf_event *ktap_counter_create(struct ktap_cpus *c, u32 kind,
+					      int cpu)
+{
+	struct ktap_counter *p = container_of(c, struct ktap_counter, cpus);
+
+	return perf_event_create_kernel_counter(&p->attr, cpu, NULL,
+						ktap_counter_overflow, c->h);
+}
+
 /* One counter per allowed CPU of @attr, firing @h; named @name. */
 static int ktap_counter_attach(struct ktap_handler *h,
 			       struct perf_event_attr *attr, const char *name)
 {
-	struct ktap_profile *p;
-	u32 room = num_possible_cpus();
+	struct ktap_counter *p;
 	int ret;
 
-	p = kzalloc(struct_size(p, events, room), GFP_KERNEL_ACCOUNT);
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
-	p->nr = room;
 	strscpy(p->name, name, sizeof(p->name));
+	p->attr = *attr;
+	ret = ktap_cpus_init(&p->cpus, h, 1, ktap_counter_create);
+	if (ret) {
+		kfree(p);
+		return ret;
+	}
 	/* Published before any counter can fire. */
 	WRITE_ONCE(h->priv, p);
-	ret = ktap_perf_create(h, attr, ktap_profile_overflow, h, p->events,
-			       room);
+	ret = ktap_cpus_create(&p->cpus, 0);
 	if (ret < 0) {
-		ktap_perf_release(p->events, room);
+		ktap_cpus_destroy(&p->cpus);
 		WRITE_ONCE(h->priv, NULL);
 		synchronize_rcu();
 		kfree(p);
@@ -2812,11 +3071,11 @@ static void ktap_ft_detach(struct ktap_handler *h)
 	kfree(ft);
 }
 
-static void ktap_profile_detach(struct ktap_handler *h)
+static void ktap_counter_detach(struct ktap_handler *h)
 {
-	struct ktap_profile *p = h->priv;
+	struct ktap_counter *p = h->priv;
 
-	ktap_perf_release(p->events, p->nr);
+	ktap_cpus_destroy(&p->cpus);
 	/* The overflow handler may still read p->name: free after sync. */
 	synchronize_rcu();
 	kfree(p);
@@ -2909,7 +3168,7 @@ void ktap_handler_detach(struct ktap_handler *h)
 	case KTAP_PROBE_PROFILE:
 	case KTAP_PROBE_PERF:
 	case KTAP_PROBE_WATCH:
-		ktap_profile_detach(h);
+		ktap_counter_detach(h);
 		break;
 	case KTAP_PROBE_FTRACE:
 		ktap_ft_detach(h);

@@ -6,7 +6,8 @@
 # from the probe's context, kernel and user, named; wildcards that attach
 # what they can; targets followed into their children; perf software
 # and hardware events, watchpoints; fetch arguments of kprobes and
-# uprobes, uprobe wildcards, USDT probes and their arguments.
+# uprobes, uprobe wildcards, USDT probes and their arguments; per-CPU
+# events that follow CPU hotplug.
 #
 # KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
 # ktap in PATH).
@@ -28,7 +29,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 16
+ktap_set_plan 17
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -499,6 +500,77 @@ if "$WORKLOAD" usdt 0 0 > /dev/null 2>&1; then
 	fi
 else
 	ktap_test_skip "ktap_workload was built without <sys/sdt.h>"
+fi
+
+# 17. Per-CPU events follow CPU hotplug: with CPU 1 offline when the
+# script starts, its tracepoint, profile-N and software counter see a
+# program pinned to CPU 1 once it is online, and again after it went
+# offline and came back.
+CPU1=/sys/devices/system/cpu/cpu1/online
+cat > "$T/hotplug.kp" <<'EOF'
+var sw = {}
+var prof = {}
+var cs = {}
+trace sched:sched_switch {
+	if (cpu == 1 && execname == "ktap_workload") {
+		sw[pid] += 1
+	}
+}
+profile-1ms {
+	if (cpu == 1 && execname == "ktap_workload") {
+		prof[pid] += 1
+	}
+}
+trace software:context-switches:1 {
+	if (cpu == 1 && execname == "ktap_workload") {
+		cs[pid] += 1
+	}
+}
+trace_end {
+	for (p, n in pairs(sw)) {
+		printf("SW %d %d\n", p, n)
+	}
+	for (p, n in pairs(prof)) {
+		printf("PROF %d %d\n", p, n)
+	}
+	for (p, n in pairs(cs)) {
+		printf("CS %d %d\n", p, n)
+	}
+}
+EOF
+pinned_run() {
+	taskset -c 1 "$WORKLOAD" spin 0.3 &
+	echo $! >> "$T/hotplug.pids"
+	wait $!
+}
+hotplug_work() {
+	echo 1 > "$CPU1" && pinned_run &&
+	echo 0 > "$CPU1" && echo 1 > "$CPU1" && pinned_run
+}
+# Seen by all three kinds: the pid's lines under SW, PROF and CS.
+seen_all() {
+	local k
+
+	for k in SW PROF CS; do
+		grep -q "^$k $1 [1-9]" "$T/hotplug.out" || return 1
+	done
+}
+if [ ! -w "$CPU1" ] || ! command -v taskset > /dev/null; then
+	ktap_test_skip "CPU 1 cannot go offline here (or no taskset)"
+elif ! echo 0 > "$CPU1"; then
+	ktap_test_skip "CPU 1 refused to go offline"
+else
+	: > "$T/hotplug.pids"
+	trace_while "$T/hotplug.kp" "$T/hotplug.out" hotplug_work
+	echo 1 > "$CPU1"
+	read -r p1 p2 < <(tr '\n' ' ' < "$T/hotplug.pids")
+	if [ -n "$p2" ] && seen_all "$p1" && seen_all "$p2"; then
+		ktap_test_pass "tracepoint, profile-1ms, software event on a CPU onlined twice after start"
+	else
+		echo "# pids: $p1 $p2"
+		sed 's/^/# /' "$T/hotplug.out" | head -20
+		ktap_test_fail "per-CPU events on a CPU onlined after start"
+	fi
 fi
 
 ktap_finished
