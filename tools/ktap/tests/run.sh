@@ -214,10 +214,10 @@ if command -v strip > /dev/null; then
 	size=$(wc -c < "$OUT/ktap.stripped")
 	# The budget of an embedded target: compiler, USDT and ELF
 	# reading, output formatting, libc only.
-	if [ "$size" -lt 163840 ]; then
-		ok "stripped ktap is $size bytes (< 160 KB)"
+	if [ "$size" -lt 153600 ]; then
+		ok "stripped ktap is $size bytes (< 150 KB)"
 	else
-		not_ok "stripped ktap is $size bytes (< 160 KB)"
+		not_ok "stripped ktap is $size bytes (< 150 KB)"
 	fi
 fi
 
