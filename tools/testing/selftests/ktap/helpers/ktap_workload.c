@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #if defined(__has_include)
-#if __has_include(<sys/sdt.h>)
+#if __has_include("sys/sdt.h")
 #define _SDT_HAS_SEMAPHORES 1
 #include <sys/sdt.h>
 #define HAVE_SDT 1
