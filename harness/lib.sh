@@ -24,6 +24,12 @@ KTAP_OVERLAY_PATHS=(
 	':(exclude)tools/ktap/fuzz/vm/corpus'
 )
 
+# Patches to existing kernel files: integration/*.patch, and the MAINTAINERS
+# entry at the top of the repository. Prints repo-relative paths.
+ktap_patches() {
+	(cd "$KTAP_REPO" && ls integration/*.patch MAINTAINERS.patch 2>/dev/null)
+}
+
 ktap_builddir() { echo "$KTAP_CACHE/build-$1"; }
 
 # make in the prepared tree, compilers through ccache
