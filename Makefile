@@ -16,6 +16,12 @@
 # Variables reach the harness scripts through the environment, so CMD, E and
 # ARGS may contain any quoting.
 
+# Taken literally: make would otherwise expand $H, $P... inside them before
+# the scripts see them. A simply expanded variable is exported as it is.
+override CMD := $(value CMD)
+override SCRIPT := $(value SCRIPT)
+override E := $(value E)
+override ARGS := $(value ARGS)
 export CMD SCRIPT E ARGS KERNEL_SRC KTAP_CACHE
 export FUZZ_COUNT FUZZ_SEED FUZZ_KERNEL FUZZ_TIMEOUT FUZZ_WATCHDOG FUZZ_NO_BUILD \
 	FUZZ_BIN FUZZ_ARGS
