@@ -1674,9 +1674,9 @@ static void ktap_tp_skip(struct ktap_tp_res *rs, unsigned int type, int err)
 	te = ftrace_find_event(type);
 	call = te ? container_of(te, struct trace_event_call, event) : NULL;
 	ktap_session_skipped(rs->h->sess,
-			     "ktap: probe '%s': %s:%s skipped (error %d)\n",
+			     "ktap: probe '%s': %s:%s skipped (error %pe)\n",
 			     rs->spec, call ? call->class->system : "?",
-			     call ? trace_event_name(call) : "?", err);
+			     call ? trace_event_name(call) : "?", ERR_PTR(err));
 	trace_event_read_unlock();
 }
 
@@ -2444,7 +2444,8 @@ static int ktap_kp_check_override(struct ktap_handler *h, struct ktap_kp *k,
 		ktap_session_printf(h->sess,
 				    "ktap: e.set_retval() on %s: the function is not on the kernel's error-injection list\n",
 				    sym);
-		return -EINVAL;
+		/* not -EINVAL: that reads as a function kprobes refuse */
+		return -EOPNOTSUPP;
 	}
 	return 0;
 }
@@ -2916,9 +2917,9 @@ static int ktap_perf_probe_attach(struct ktap_handler *h)
 	ret = ktap_counter_attach(h, &attr, name);
 	if (ret == -ENOENT || ret == -EOPNOTSUPP || ret == -ENODEV)
 		ktap_session_printf(h->sess,
-				    "ktap: probe '%s': this machine has no %s counter (error %d)\n",
+				    "ktap: probe '%s': this machine has no %s counter (error %pe)\n",
 				    ktap_vm_str(h->hot->vm, h->bp->spec) ?: name,
-				    name, ret);
+				    name, ERR_PTR(ret));
 	return ret;
 }
 
@@ -2938,12 +2939,12 @@ static int ktap_watch_attach(struct ktap_handler *h)
 	ret = ktap_counter_attach(h, &attr, spec);
 	if (ret == -ENOSPC)
 		ktap_session_printf(h->sess,
-				    "ktap: probe '%s': no debug register free (error %d)\n",
-				    spec, ret);
+				    "ktap: probe '%s': no debug register free (error %pe)\n",
+				    spec, ERR_PTR(ret));
 	else if (ret == -EINVAL)
 		ktap_session_printf(h->sess,
-				    "ktap: probe '%s': the CPU cannot watch %#llx for %llu bytes this way (error %d)\n",
-				    spec, h->bp->arg, attr.bp_len, ret);
+				    "ktap: probe '%s': the CPU cannot watch %#llx for %llu bytes this way (error %pe)\n",
+				    spec, h->bp->arg, attr.bp_len, ERR_PTR(ret));
 	return ret;
 }
 

@@ -747,16 +747,66 @@ out_log:
 	return ret;
 }
 
+/**
+ * ktap_attach_reason - what an attach error usually means for a probe type
+ * @type: KTAP_PROBE_*
+ * @err: negative errno of the attach
+ *
+ * The kernel's probe registrations say little more than -EINVAL or
+ * -ENOENT; users asked what to do about them.
+ *
+ * Return: a phrase, or NULL when there is nothing to add to the errno.
+ */
+static const char *ktap_attach_reason(u32 type, int err)
+{
+	switch (err) {
+	case -ENOMEM:
+		return "out of memory";
+	case -EBUSY:
+		return "in use by another tracer";
+	}
+	switch (type) {
+	case KTAP_PROBE_KPROBE:
+		if (err == -ENOENT)
+			return "no such function in the kernel or its modules";
+		if (err == -EINVAL)
+			return "kprobes refuse this function (blacklisted, noinstr or entry code)";
+		if (err == -EILSEQ)
+			return "the offset is not at an instruction boundary";
+		if (err == -EPERM)
+			return "not permitted (kernel lockdown?)";
+		break;
+	case KTAP_PROBE_UPROBE:
+		if (err == -ENOENT)
+			return "no such file";
+		if (err == -EINVAL)
+			return "not an instruction of an executable mapping";
+		break;
+	case KTAP_PROBE_TRACEPOINT:
+		if (err == -ENOENT)
+			return "no such event";
+		if (err == -EPERM)
+			return "perf does not let this event be traced (one of ftrace's own)";
+		break;
+	case KTAP_PROBE_FTRACE:
+		if (err == -ENOENT || err == -EINVAL)
+			return "no function ftrace can trace matches";
+		break;
+	}
+	return NULL;
+}
+
 /* Say in the output and in tracing/error_log which probe failed, where. */
 static void ktap_attach_failed(struct ktap_session *sess,
 			       struct ktap_handler *h, int err)
 {
 	const char *spec = ktap_vm_str(sess->hot.vm, h->bp->spec) ?: "?";
+	const char *why = ktap_attach_reason(h->bp->type, err);
 	char where[128], *msg;
 
 	ktap_vm_probe_where(sess->hot.vm, h->probe, where, sizeof(where));
-	msg = kasprintf(GFP_KERNEL, "probe %u (%s): error %d", h->probe, spec,
-			err);
+	msg = kasprintf(GFP_KERNEL, "probe %u (%s): error %pe%s%s", h->probe,
+			spec, ERR_PTR(err), why ? ": " : "", why ?: "");
 	if (!msg) {
 		atomic_long_inc(&sess->drops);
 		return;
@@ -803,10 +853,10 @@ static int ktap_attach_all(struct ktap_session *sess)
 			h->skipped = true;
 			skipped++;
 			ktap_session_skipped(sess,
-					     "ktap: probe '%s': %s skipped (error %d)\n",
+					     "ktap: probe '%s': %s skipped (error %pe)\n",
 					     ktap_vm_str(sess->hot.vm, h->bp->spec),
 					     ktap_vm_str(sess->hot.vm, h->bp->target),
-					     ret);
+					     ERR_PTR(ret));
 			continue;
 		}
 		if (ret) {

@@ -600,7 +600,7 @@ printf 'var n = 0\n\ntrace probe:exc_int3 {\n\tn += 1\n}\n' > "$T/attach_err.kp"
 echo > "$EL"
 timeout 60 "$KTAP" -q "$T/attach_err.kp" > "$T/attach_err.out" 2>&1
 rc=$?
-cmd="  Command: $T/attach_err.kp:3: probe 0 (probe:exc_int3): error -22"
+cmd="  Command: $T/attach_err.kp:3: probe 0 (probe:exc_int3): error -EINVAL: kprobes refuse this function (blacklisted, noinstr or entry code)"
 caret=$(printf '%*s^' $((${#T} + 29)) '')
 if [ $rc != 0 ] && grep -q "ktap: error: probe failed to attach" "$EL" &&
    grep -qxF "$cmd" "$EL" && grep -A1 -xF "$cmd" "$EL" | tail -1 | grep -qxF "$caret" &&
