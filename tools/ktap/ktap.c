@@ -197,6 +197,7 @@ struct kp_out {
 	FILE	*f;
 	int	ts;
 	int	bol;
+	size_t	nread;		/* bytes the session gave us */
 	size_t	ncarry;
 	char	carry[8192];
 };
@@ -262,10 +263,59 @@ static void emit(struct kp_out *o, const char *buf, size_t n)
 	o->ncarry += n - len;
 }
 
-/* Start @cmd stopped: it waits for a byte on a pipe before exec. */
-static pid_t spawn(char **cmd, int *release)
+/*
+ * Can @file be executed, looked up in PATH as execvp() would? Checked
+ * before anything is traced: a command that cannot start should leave
+ * no session output behind, only its error.
+ *
+ * Return: 0 or an errno.
+ */
+static int cmd_check(const char *file)
 {
-	int p[2];
+	const char *path = getenv("PATH"), *p, *end;
+	char buf[4096];
+	struct stat sb;
+	int err = ENOENT;
+
+	if (!*file)
+		return ENOENT;
+	if (strchr(file, '/')) {
+		if (stat(file, &sb))
+			return errno;
+		if (!S_ISREG(sb.st_mode) || access(file, X_OK))
+			return EACCES;
+		return 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/bin:/usr/bin";
+	for (p = path; ; p = end + 1) {
+		size_t dlen;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		dlen = (size_t)(end - p);
+		if (snprintf(buf, sizeof(buf), "%.*s%s%s", (int)dlen, p,
+			     dlen ? "/" : "", file) < (int)sizeof(buf) &&
+		    !stat(buf, &sb)) {
+			if (S_ISREG(sb.st_mode) && !access(buf, X_OK))
+				return 0;
+			err = EACCES;
+		}
+		if (!*end)
+			break;
+	}
+	return err;
+}
+
+/*
+ * Start @cmd stopped: it waits for a byte on @release before exec. If
+ * the exec fails all the same, the child writes its errno to
+ * @exec_status (close-on-exec: a successful exec closes it unwritten).
+ */
+static pid_t spawn(char **cmd, int *release, int *exec_status)
+{
+	int p[2], st[2];
 	pid_t pid;
 	char c;
 
@@ -273,24 +323,98 @@ static pid_t spawn(char **cmd, int *release)
 		perror("ktap: pipe");
 		return -1;
 	}
+	if (pipe2(st, O_CLOEXEC)) {
+		perror("ktap: pipe");
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
 	pid = fork();
 	if (pid < 0) {
 		perror("ktap: fork");
+		close(p[0]);
+		close(p[1]);
+		close(st[0]);
+		close(st[1]);
 		return -1;
 	}
 	if (!pid) {
+		int err;
+
 		close(p[1]);
+		close(st[0]);
 		if (read(p[0], &c, 1) != 1)
 			_exit(127);
 		close(p[0]);
 		execvp(cmd[0], cmd);
+		err = errno;
 		fprintf(stderr, "ktap: cannot run %s: %s\n", cmd[0],
-			strerror(errno));
+			strerror(err));
+		if (write(st[1], &err, sizeof(err)) != sizeof(err))
+			_exit(127);
 		_exit(127);
 	}
 	close(p[0]);
+	close(st[1]);
 	*release = p[1];
+	*exec_status = st[0];
 	return pid;
+}
+
+/*
+ * Does a script that failed to compile look like bpftrace's language?
+ * Its probe prefixes at the start of a line, BEGIN/END blocks, or an
+ * '@' map outside strings and comments (ktap has no '@').
+ */
+static int looks_like_bpftrace(const char *src, size_t len)
+{
+	static const char *const heads[] = {
+		"tracepoint:", "kprobe:", "kretprobe:", "uprobe:", "uretprobe:",
+		"usdt:", "kfunc:", "kretfunc:", "fentry:", "fexit:",
+		"rawtracepoint:", "interval:", "BEGIN", "END",
+	};
+	int bol = 1, instr = 0, incomment = 0;
+	size_t i, k;
+
+	for (i = 0; i < len; i++) {
+		char c = src[i];
+
+		if (c == '\n') {
+			bol = 1;
+			incomment = 0;
+			instr = 0;
+			continue;
+		}
+		if (incomment)
+			continue;
+		if (instr) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				instr = 0;
+			continue;
+		}
+		if (bol && (c == ' ' || c == '\t'))
+			continue;
+		if (bol) {
+			for (k = 0; k < sizeof(heads) / sizeof(heads[0]); k++) {
+				size_t n = strlen(heads[k]);
+
+				if (len - i >= n && !memcmp(src + i, heads[k], n) &&
+				    (heads[k][n - 1] == ':' || i + n == len ||
+				     strchr(" \t{\n", src[i + n])))
+					return 1;
+			}
+		}
+		bol = 0;
+		if (c == '#')
+			incomment = 1;
+		else if (c == '"')
+			instr = 1;
+		else if (c == '@')
+			return 1;
+	}
+	return 0;
 }
 
 static int run(const struct opts *o, struct kp_state *S, const void *img,
@@ -302,16 +426,32 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	char log[4096], buf[65536];
 	FILE *out = stdout;
 	struct kp_out ko = { .ts = o->timestamps, .bol = 1 };
-	int fd, release = -1, stopped = 0, rc = 0;
+	int fd, release = -1, exec_status = -1, stopped = 0, rc = 0;
+	int start_err = 0;
 	pid_t child = -1;
 
+	if (o->cmd) {
+		int err = cmd_check(o->cmd[0]);
+
+		if (err) {
+			fprintf(stderr, "ktap: cannot run %s: %s\n", o->cmd[0],
+				strerror(err));
+			return 127;
+		}
+	}
 	fd = open(KTAP_CONTROL, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
+		int err = errno;
+
 		fprintf(stderr, "ktap: cannot open %s: %s%s\n", KTAP_CONTROL,
-			strerror(errno), errno == ENOENT ?
+			strerror(err), err == ENOENT ?
 			" (is CONFIG_KTAP enabled and tracefs mounted?)" :
-			errno == EBUSY ?
+			err == EBUSY ?
 			" (the kernel's session limit is reached: see /sys/module/ktapvm/parameters/max_sessions)" :
+			(err == EACCES || err == EPERM) && geteuid() ?
+			" (ktap needs root: run it as root, or with CAP_SYS_ADMIN)" :
+			err == EPERM ?
+			" (refused without CAP_SYS_ADMIN, or by kernel lockdown: see /sys/kernel/security/lockdown)" :
 			"");
 		return 1;
 	}
@@ -326,7 +466,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	}
 	ko.f = out;
 	if (o->cmd) {
-		child = spawn(o->cmd, &release);
+		child = spawn(o->cmd, &release, &exec_status);
 		if (child < 0) {
 			rc = 1;
 			goto out;
@@ -351,6 +491,8 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	log[0] = '\0';
 	if (ioctl(fd, KTAP_IOC_LOAD, &attr)) {
 		log[sizeof(log) - 1] = '\0';
+		while (log[0] && log[strlen(log) - 1] == '\n')
+			log[strlen(log) - 1] = '\0';
 		if (log[0])
 			fprintf(stderr, "ktap: kernel rejected bytecode: %s\n",
 				log);
@@ -362,6 +504,9 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 				" (another ktap session writes into it, or a reader of an\n"
 				"  ended session still holds it open)" :
 				" (use up to 63 letters, digits, '-', '_', '.')");
+		else if (errno == ESRCH && o->pid >= 0)
+			fprintf(stderr, "ktap: no process with pid %d\n",
+				o->pid);
 		else
 			fprintf(stderr, "ktap: KTAP_IOC_LOAD: %s\n",
 				strerror(errno));
@@ -373,8 +518,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 
 		/* a kprobe target the kernel did not know: say where */
 		if ((err != ENOENT && err != EINVAL) || !kp_check_kfuncs(S))
-			fprintf(stderr, "ktap: KTAP_IOC_START: %s\n",
-				strerror(err));
+			start_err = err;
 		rc = 1;
 		/* the session output says why; drain it after STOP */
 	}
@@ -436,6 +580,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 		}
 		n = read(fd, buf, sizeof(buf));
 		if (n > 0) {
+			ko.nread += (size_t)n;
 			emit(&ko, buf, (size_t)n);
 			continue;
 		}
@@ -459,6 +604,16 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	}
 	emit_flush(&ko);
 	fflush(out);
+	/* the kernel explains a failed START in the output; else say it */
+	if (start_err && !ko.nread)
+		fprintf(stderr, "ktap: KTAP_IOC_START: %s\n", strerror(start_err));
+	if (exec_status >= 0) {
+		int err;
+
+		/* the command could not be executed after all: like a shell */
+		if (read(exec_status, &err, sizeof(err)) == sizeof(err))
+			rc = 127;
+	}
 	memset(&st, 0, sizeof(st));
 	st.size = sizeof(st);
 	if (!ioctl(fd, KTAP_IOC_STATS, &st)) {
@@ -481,6 +636,8 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 out:
 	if (release >= 0)
 		close(release);
+	if (exec_status >= 0)
+		close(exec_status);
 	if (out != stdout)
 		fclose(out);
 	close(fd);
@@ -645,6 +802,9 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	rc = kp_compile(&S) ? 1 : 0;
+	if (rc && looks_like_bpftrace(o.file ? src : o.src, len))
+		fputs("ktap: hint: this looks like bpftrace; ktap writes `trace syscalls:sys_enter_openat { t[execname] += 1 }` (see \"Coming from bpftrace\" in Documentation/trace/ktap.rst)\n",
+		      stderr);
 	img = rc ? NULL : kp_image_write(&S, &imglen);
 	if (img) {
 		char why[128];
