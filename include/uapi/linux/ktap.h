@@ -510,6 +510,9 @@ struct ktap_load_attr {
  *	names each in the output
  * @instance: name of the tracing instance with the session's output
  *	(tracing/instances/<instance>), NUL-terminated; empty before LOAD
+ * @keys_dropped: stores of a new key into a table or aggregation that
+ *	were dropped because the session's memory (LOAD mem_limit_kb) was
+ *	full; the session went on without them
  */
 struct ktap_stats {
 	__u32		size;
@@ -523,9 +526,11 @@ struct ktap_stats {
 	__u32		nr_attached;
 	__u32		nr_skipped;
 	char		instance[KTAP_INSTANCE_NAME_MAX];
+	__aligned_u64	keys_dropped;
 };
 
 #define KTAP_STATS_SIZE_VER0	64	/* up to nr_skipped */
+#define KTAP_STATS_SIZE_VER1	136	/* up to keys_dropped */
 
 enum ktap_session_state {
 	KTAP_STATE_NEW,			/* opened, nothing loaded */

@@ -195,6 +195,7 @@ struct ktap_vm_stats {
 	u64	mem_limit;
 	u64	drops;		/* runs abandoned: table lock busy in NMI */
 	u64	throttled;	/* runs skipped: handlers over their CPU share */
+	u64	keys_dropped;	/* stores of new keys refused: pool full */
 };
 
 void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st);

@@ -508,6 +508,8 @@ static int ktap_get_usize(void __user *uarg, u32 min, u32 *usize)
 static_assert(sizeof(struct ktap_version) >= KTAP_VERSION_SIZE_VER0);
 static_assert(sizeof(struct ktap_load_attr) >= KTAP_LOAD_ATTR_SIZE_VER0);
 static_assert(sizeof(struct ktap_stats) >= KTAP_STATS_SIZE_VER0);
+static_assert(offsetofend(struct ktap_stats, keys_dropped) ==
+	      KTAP_STATS_SIZE_VER1);
 
 /**
  * ktap_put_struct - write an output struct back to a caller of any size
@@ -957,6 +959,7 @@ static long ktap_ioc_stats(struct ktap_session *sess, void __user *uarg)
 	st.mem_limit = vst.mem_limit;
 	st.nr_attached = sess->nr_attached;
 	st.nr_skipped = sess->nr_skipped;
+	st.keys_dropped = vst.keys_dropped;
 	if (sess->out)
 		strscpy(st.instance, ktap_output_name(sess->out),
 			sizeof(st.instance));

@@ -258,6 +258,7 @@ struct ktap_vm {
 	atomic64_t			errors;
 	atomic64_t			drops;
 	atomic64_t			throttled;
+	atomic64_t			keys_dropped;	/* pool full: see ktap_keep_going() */
 };
 
 /*

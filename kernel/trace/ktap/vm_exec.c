@@ -405,6 +405,28 @@ static noinline int ktap_index(struct ktap_exec *x, struct ktap_value obj,
 	return err ? ktap_obj_error(x, err) : 0;
 }
 
+/**
+ * ktap_table_full - a store into a session table failed: drop it or fail
+ * @x: the run
+ * @t: the table (a struct ktap_table or struct ktap_ptable)
+ * @err: the store's error
+ *
+ * A tracer runs for days and its tables grow with what it sees: when the
+ * session pool cannot hold a new key, the key is dropped and counted
+ * (STATS keys_dropped, which the tool reports at the end) and the
+ * session goes on. Tables of one handler run live in its temporary
+ * arena; running out there is still an error.
+ *
+ * Return: 0 when the store was dropped, else @err.
+ */
+static int ktap_table_full(struct ktap_exec *x, const void *t, int err)
+{
+	if (err != -ENOMEM || ktap_is_temp(x->vm, t))
+		return err;
+	atomic64_inc(&x->vm->keys_dropped);
+	return 0;
+}
+
 static noinline int ktap_newindex(struct ktap_exec *x,
 				  const struct ktap_value *obj,
 				  const struct ktap_value *key,
@@ -417,7 +439,8 @@ static noinline int ktap_newindex(struct ktap_exec *x,
 	if (obj->type != KTAP_TTABLE)
 		return ktap_rt_error(x, "attempt to index a %s value",
 				     ktap_typename(obj->type));
-	err = ktap_table_set(x->vm, obj->p, key, val);
+	err = ktap_table_full(x, obj->p,
+			      ktap_table_set(x->vm, obj->p, key, val));
 	if (err == -EINVAL)
 		return ktap_rt_error(x, "invalid table key (a %s value)",
 				     ktap_typename(key->type));
@@ -443,6 +466,7 @@ static noinline int ktap_inctable(struct ktap_exec *x,
 		err = ktap_ptable_add(x->vm, obj->p, key, n->i);
 	else
 		err = ktap_table_inc(x->vm, obj->p, key, n->i);
+	err = ktap_table_full(x, obj->p, err);
 	if (err == -EINVAL)
 		return ktap_rt_error(x, "invalid table key (a %s value)",
 				     ktap_typename(key->type));
@@ -1362,6 +1386,7 @@ void ktap_vm_stats(struct ktap_vm *vm, struct ktap_vm_stats *st)
 	st->errors = atomic64_read(&vm->errors);
 	st->drops = atomic64_read(&vm->drops);
 	st->throttled = atomic64_read(&vm->throttled);
+	st->keys_dropped = atomic64_read(&vm->keys_dropped);
 	st->mem_used = min_t(u64, atomic_long_read(&vm->pool.used),
 			     vm->pool.size);
 	st->mem_limit = vm->pool.size;
