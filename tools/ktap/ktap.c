@@ -620,6 +620,10 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 		if (st.drops)
 			fprintf(stderr, "ktap: %llu events dropped\n",
 				(unsigned long long)st.drops);
+		if (st.keys_dropped)
+			fprintf(stderr, "ktap: %llu new table keys dropped: the session's memory (%llu KB) was full; -M KB gives it more\n",
+				(unsigned long long)st.keys_dropped,
+				(unsigned long long)st.mem_limit >> 10);
 		if (o->verbose)
 			fprintf(stderr, "ktap: %llu hits, "
 				"%llu drops, %llu skipped (recursion), "
