@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 31
+ktap_set_plan 32
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -823,6 +823,40 @@ else
 	ktap_print_msg "tool: $(cat "$T/ev.out")"
 	ktap_print_msg "trace-cmd show: '$tc', report: '$tcr'; $(cat "$T/ev.err")"
 	ktap_test_fail "a printed event is formatted when read"
+fi
+
+
+# 32. a table that outgrows the session's memory: new keys are dropped and
+# counted, the handlers go on, and the tool says how many at the end
+cat > "$T/overflow.kp" <<'EOF'
+var t = {}
+var s = ptable()
+var n = 0
+tick-1ms {
+	for (i = 1, 50) {
+		n += 1
+		t["key" .. n] = n
+		s[n] <<< 1
+	}
+	if (n >= 60000) {
+		exit()
+	}
+}
+trace_end {
+	printf("alive %d kept %d\n", n, table_count(t))
+}
+EOF
+timeout 120 "$KTAP" -q -M 256 "$T/overflow.kp" > "$T/of.out" 2> "$T/of.err"
+rc=$?
+read -r _ n kept < <(sed -n 's/^alive \([0-9]*\) kept \([0-9]*\)$/x \1 \2/p' "$T/of.out")
+dropped=$(sed -n "s/^ktap: \([0-9]*\) new table keys dropped: the session's memory (256 KB) was full; -M KB gives it more$/\1/p" "$T/of.err")
+if [ $rc = 0 ] && [ "${n:-0}" -ge 60000 ] && [ "${kept:-0}" -gt 0 ] &&
+   [ "$kept" -lt "$n" ] && [ "${dropped:-0}" -gt 0 ] && ! grep -qi error "$T/of.out" "$T/of.err"; then
+	ktap_test_pass "a full session drops new keys and goes on ($n stored, $kept kept, $dropped dropped)"
+else
+	ktap_print_msg "rc $rc, n '$n', kept '$kept', dropped '$dropped'"
+	sed 's/^/# /' "$T/of.out" "$T/of.err" | head -10
+	ktap_test_fail "a full session drops new keys and goes on"
 fi
 
 ktap_finished
