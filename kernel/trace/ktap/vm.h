@@ -148,12 +148,36 @@ struct ktap_stat {
 	s64	max;
 };
 
+/* What an aggregation keeps per key besides its statistics. */
+enum ktap_agg_kind {
+	KTAP_AGG_STATS,		/* ptable(), stats() */
+	KTAP_AGG_LOG2,		/* hist(): power-of-two buckets */
+	KTAP_AGG_LINEAR,	/* lhist(min, max, step) */
+};
+
 /*
- * Per-CPU statistics table: key -> struct ktap_stat, one table per
- * possible CPU. `<<<` only touches the current CPU's table; readers
- * aggregate over all CPUs.
+ * hist() buckets: values < 0, 0, then [2^k, 2^(k+1)) for k = 0..62;
+ * lhist(): below min, (max - min) / step rounded up, and the rest.
+ */
+#define KTAP_LOG2_BUCKETS	65
+#define KTAP_LHIST_BUCKETS_MAX	1002
+
+/* The cell of one key of a hist() or lhist() on one CPU. */
+struct ktap_agg_cell {
+	struct ktap_stat	st;		/* first: read as a statistic */
+	u64			bucket[];
+};
+
+/*
+ * Aggregation (per-CPU statistics table): key -> struct ktap_stat or
+ * struct ktap_agg_cell, one table per possible CPU. `<<<` only touches
+ * the current CPU's table; readers aggregate over all CPUs.
  */
 struct ktap_ptable {
+	u32			kind;		/* enum ktap_agg_kind */
+	u32			nbuckets;	/* 0 for KTAP_AGG_STATS */
+	s64			lo, step;	/* KTAP_AGG_LINEAR */
+	const struct ktap_str	*label;		/* printed before keys, or NULL */
 	u32			ncpu;
 	struct ktap_table	*cpu[];
 };
@@ -408,7 +432,13 @@ int ktap_table_clear(struct ktap_table *t);
 struct ktap_iter *ktap_table_iter(struct ktap_exec *x, struct ktap_table *t,
 				  int *err);
 
-struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm);
+struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm, u32 kind, s64 lo,
+				    s64 hi, s64 step);
+u32 ktap_agg_bucket(const struct ktap_ptable *pt, s64 v);
+int ktap_ptable_buckets(struct ktap_exec *x, struct ktap_ptable *pt,
+			const struct ktap_value *key, u64 *bucket);
+int ktap_ptable_clear(struct ktap_exec *x, struct ktap_ptable *pt,
+		      const struct ktap_value *key);
 int ktap_ptable_add(struct ktap_vm *vm, struct ktap_ptable *pt,
 		    const struct ktap_value *key, s64 v);
 int ktap_ptable_get(struct ktap_exec *x, struct ktap_ptable *pt,
@@ -463,7 +493,7 @@ int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 	X(in_iowait,		0, 0, 0)			\
 	X(gettimeofday_ns,	0, 0, 0)			\
 	X(print_hist,		1, 2, 0)			\
-	X(ptable,		0, 0, KTAP_BF_MAIN)		\
+	X(ptable,		0, 1, KTAP_BF_MAIN)		\
 	X(sleep,		1, 1, KTAP_BF_MAIN)		\
 	X(count,		1, 1, 0)			\
 	X(sum,			1, 1, 0)			\
@@ -485,7 +515,11 @@ int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 	X(tostring,		1, 1, 0)			\
 	X(tonumber,		1, 1, 0)			\
 	X(log2,			1, 1, 0)			\
-	X(print_log2hist,	1, 1, 0)
+	X(print_log2hist,	1, 1, 0)			\
+	X(hist,			0, 1, KTAP_BF_MAIN)		\
+	X(lhist,		3, 4, KTAP_BF_MAIN)		\
+	X(stats,		0, 1, KTAP_BF_MAIN)		\
+	X(clear,		1, 1, 0)
 
 #define __KTAP_BI_ENUM(name, ...)	KTAP_BI_##name,
 enum ktap_builtin {

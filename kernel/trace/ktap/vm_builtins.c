@@ -29,6 +29,9 @@
 #define KTAP_HIST_WIDTH		40
 #define KTAP_FETCH_MAX		256
 
+static int ktap_print_agg(struct ktap_exec *x, struct ktap_ptable *pt,
+			  u32 rows);
+
 static int ktap_bad_arg(struct ktap_exec *x, u32 n, const char *fn,
 			const char *want, const struct ktap_value *got)
 {
@@ -145,6 +148,8 @@ static int ktap_bi_print(struct ktap_exec *x, struct ktap_value *ret,
 	u32 i;
 	int err;
 
+	if (nargs == 1 && args[0].type == KTAP_TPTABLE)
+		return ktap_print_agg(x, args[0].p, U32_MAX);
 	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
 	x->ctx->out_ev = NULL;
 	for (i = 0; i < nargs; i++) {
@@ -319,6 +324,8 @@ static int ktap_bi_delete(struct ktap_exec *x, struct ktap_value *ret,
 	struct ktap_value nil;
 	int err;
 
+	if (args[0].type == KTAP_TPTABLE)
+		return ktap_ptable_clear(x, args[0].p, nargs > 1 ? &args[1] : NULL);
 	if (args[0].type != KTAP_TTABLE)
 		return ktap_bad_arg(x, 1, "delete", "table", &args[0]);
 	ktap_set_nil(&nil);
@@ -663,9 +670,162 @@ static int ktap_histogram(struct ktap_exec *x, struct ktap_value *args,
 	return 0;
 }
 
+#define KTAP_AGG_WIDTH		50	/* '@'s of the largest bucket */
+
+/* @v as a chart prints it: 1K, 2M... for powers of two from 1024. */
+static void ktap_agg_num(char *buf, size_t size, s64 v)
+{
+	static const char units[] = "KMGTPE";
+	int u;
+
+	for (u = 5; u >= 0; u--) {
+		u64 unit = 1ULL << (10 * (u + 1));
+
+		if (v >= (s64)unit && !((u64)v & ((u64)v - 1))) {
+			snprintf(buf, size, "%llu%c", (u64)v / unit, units[u]);
+			return;
+		}
+	}
+	snprintf(buf, size, "%lld", v);
+}
+
+/* The range bucket @i of @pt covers, as "[lo, hi)". */
+static void ktap_agg_label(const struct ktap_ptable *pt, u32 i, char *buf,
+			   size_t size)
+{
+	char lo[24], hi[24];
+	s64 a;
+
+	if (pt->kind == KTAP_AGG_LOG2) {
+		if (i == 0) {
+			strscpy(buf, "(..., 0)", size);
+		} else if (i <= 2) {
+			snprintf(buf, size, "[%u]", i - 1);
+		} else {
+			ktap_agg_num(lo, sizeof(lo), 1LL << (i - 2));
+			ktap_agg_num(hi, sizeof(hi), i - 1 < 63 ?
+				     1LL << (i - 1) : S64_MAX);
+			snprintf(buf, size, "[%s, %s)", lo, hi);
+		}
+		return;
+	}
+	a = (s64)((u64)pt->lo + (u64)pt->step * (i - 1));
+	if (i == 0)
+		snprintf(buf, size, "(..., %lld)", pt->lo);
+	else if (i == pt->nbuckets - 1)
+		snprintf(buf, size, "[%lld, ...)", a);
+	else
+		snprintf(buf, size, "[%lld, %lld)", a,
+			 (s64)((u64)a + (u64)pt->step));
+}
+
+/* One key's chart: its non-empty range of buckets, bars scaled to the largest. */
+static void ktap_agg_chart(struct ktap_exec *x, const struct ktap_ptable *pt,
+			   const u64 *bucket)
+{
+	char label[64], bar[KTAP_AGG_WIDTH + 1];
+	u32 i, first = U32_MAX, last = 0;
+	u64 top = 0, w;
+	struct seq_buf s;
+
+	for (i = 0; i < pt->nbuckets; i++) {
+		if (!bucket[i])
+			continue;
+		first = min(first, i);
+		last = i;
+		top = max(top, bucket[i]);
+	}
+	for (i = first; first != U32_MAX && i <= last; i++) {
+		w = div64_u64(bucket[i] > U64_MAX / KTAP_AGG_WIDTH ? U64_MAX :
+			      bucket[i] * KTAP_AGG_WIDTH, top);
+		memset(bar, '@', w);
+		bar[w] = '\0';
+		ktap_agg_label(pt, i, label, sizeof(label));
+		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+		seq_buf_printf(&s, "%-20s %8llu |%-*s|\n", label, bucket[i],
+			       KTAP_AGG_WIDTH, bar);
+		ktap_flush(x, &s, '\n');
+	}
+}
+
+/**
+ * ktap_print_agg - print an aggregation, one key after the other
+ * @x: the run
+ * @pt: the aggregation
+ * @rows: the keys with the largest counts to print
+ *
+ * Keys in order of their counts, largest first; each as
+ * ``LABEL[KEY]:`` with its statistics on the same line (stats()), or
+ * followed by its chart and an empty line (hist(), lhist()).
+ *
+ * Return: 0 or a runtime error.
+ */
+static int ktap_print_agg(struct ktap_exec *x, struct ktap_ptable *pt,
+			  u32 rows)
+{
+	const char *label = pt->label ? pt->label->data : "";
+	u64 *bucket = NULL;
+	struct ktap_iter *it;
+	struct ktap_stat *st;
+	struct seq_buf s, key;
+	u32 r;
+	int err;
+
+	/* -EINVAL: the budget's error, already reported */
+	it = ktap_ptable_iter(x, pt, &err);
+	if (!it)
+		return err == -EINVAL ? err : ktap_obj_error(x, err);
+	err = ktap_iter_sort(x, it);
+	if (err)
+		return err;
+	if (pt->nbuckets) {
+		bucket = ktap_run_alloc(x, pt->nbuckets * sizeof(*bucket));
+		if (!bucket)
+			return ktap_obj_error(x, -ENOMEM);
+	}
+	x->ctx->out_ev = NULL;
+	for (r = 0; r < it->n && r < rows; r++) {
+		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp) - 1);
+		err = ktap_tostring(x, &it->e[r].key, &key);
+		if (err)
+			return err;
+		x->ctx->tmp[seq_buf_used(&key)] = '\0';
+		st = it->e[r].val.p;
+		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+		if (!bucket) {
+			seq_buf_printf(&s,
+				       "%s[%s]: count %lld, sum %lld, avg %lld, min %lld, max %lld\n",
+				       label, x->ctx->tmp, st->count, st->sum,
+				       div64_s64(st->sum, st->count), st->min,
+				       st->max);
+			ktap_flush(x, &s, '\n');
+			continue;
+		}
+		seq_buf_printf(&s, "%s[%s]:\n", label, x->ctx->tmp);
+		ktap_flush(x, &s, '\n');
+		err = ktap_ptable_buckets(x, pt, &it->e[r].key, bucket);
+		if (err)
+			return err == -EINVAL ? err : ktap_obj_error(x, err);
+		ktap_agg_chart(x, pt, bucket);
+		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+		seq_buf_putc(&s, '\n');
+		ktap_flush(x, &s, '\n');
+	}
+	return 0;
+}
+
 static int ktap_bi_print_hist(struct ktap_exec *x, struct ktap_value *ret,
 			      struct ktap_value *args, u32 nargs)
 {
+	struct ktap_ptable *pt = args[0].p;
+
+	if (args[0].type == KTAP_TPTABLE && pt->kind != KTAP_AGG_STATS) {
+		if (nargs > 1 && (args[1].type != KTAP_TINT || args[1].i < 1))
+			return ktap_bad_arg(x, 2, "print_hist", "positive number",
+					    &args[1]);
+		return ktap_print_agg(x, pt, nargs > 1 ?
+				      min_t(s64, args[1].i, U32_MAX) : U32_MAX);
+	}
 	return ktap_histogram(x, args, nargs, "print_hist");
 }
 
@@ -742,15 +902,80 @@ static int ktap_bi_print_log2hist(struct ktap_exec *x, struct ktap_value *ret,
 	return 0;
 }
 
+/*
+ * A new aggregation in @ret. @label, when given, is a string the charts
+ * print before each key (the compiler passes the variable's name).
+ */
+static int ktap_new_agg(struct ktap_exec *x, struct ktap_value *ret,
+			const char *fn, u32 kind, s64 lo, s64 hi, s64 step,
+			const struct ktap_value *label, u32 labelarg)
+{
+	struct ktap_ptable *pt;
+	int err;
+
+	if (label && label->type != KTAP_TSTR)
+		return ktap_bad_arg(x, labelarg, fn, "string", label);
+	pt = ktap_ptable_new(x->vm, kind, lo, hi, step);
+	if (IS_ERR(pt)) {
+		if (PTR_ERR(pt) == -EINVAL)
+			return ktap_rt_error(x,
+					     "lhist(%lld, %lld, %lld): needs min < max, step > 0 and at most %d buckets",
+					     lo, hi, step,
+					     KTAP_LHIST_BUCKETS_MAX - 2);
+		return ktap_obj_error(x, PTR_ERR(pt));
+	}
+	if (label) {
+		struct ktap_value v = *label;
+
+		err = ktap_value_persist(x->vm, &v);
+		if (err)
+			return ktap_obj_error(x, err);
+		pt->label = v.s;
+	}
+	ktap_set_obj(ret, KTAP_TPTABLE, pt);
+	return 0;
+}
+
 static int ktap_bi_ptable(struct ktap_exec *x, struct ktap_value *ret,
 			  struct ktap_value *args, u32 nargs)
 {
-	struct ktap_ptable *pt = ktap_ptable_new(x->vm);
+	return ktap_new_agg(x, ret, "ptable", KTAP_AGG_STATS, 0, 0, 0,
+			    nargs ? &args[0] : NULL, 1);
+}
 
-	if (!pt)
-		return ktap_obj_error(x, -ENOMEM);
-	ktap_set_obj(ret, KTAP_TPTABLE, pt);
-	return 0;
+static int ktap_bi_stats(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	return ktap_new_agg(x, ret, "stats", KTAP_AGG_STATS, 0, 0, 0,
+			    nargs ? &args[0] : NULL, 1);
+}
+
+static int ktap_bi_hist(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	return ktap_new_agg(x, ret, "hist", KTAP_AGG_LOG2, 0, 0, 0,
+			    nargs ? &args[0] : NULL, 1);
+}
+
+static int ktap_bi_lhist(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	u32 i;
+
+	for (i = 0; i < 3; i++)
+		if (args[i].type != KTAP_TINT)
+			return ktap_bad_arg(x, i + 1, "lhist", "number", &args[i]);
+	return ktap_new_agg(x, ret, "lhist", KTAP_AGG_LINEAR, args[0].i,
+			    args[1].i, args[2].i, nargs > 3 ? &args[3] : NULL, 4);
+}
+
+/* clear(agg) or clear(t): delete every key (an aggregation keeps its cells). */
+static int ktap_bi_clear(struct ktap_exec *x, struct ktap_value *ret,
+			 struct ktap_value *args, u32 nargs)
+{
+	if (args[0].type != KTAP_TPTABLE && args[0].type != KTAP_TTABLE)
+		return ktap_bad_arg(x, 1, "clear", "table or aggregation", &args[0]);
+	return ktap_bi_delete(x, ret, args, 1);
 }
 
 /* Readers of a statistic; an absent key (nil) reads as 0. */

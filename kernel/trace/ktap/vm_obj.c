@@ -912,42 +912,93 @@ struct ktap_iter *ktap_table_iter(struct ktap_exec *x, struct ktap_table *t,
 	return it;
 }
 
-/* ptable: per-CPU statistics. */
+/* ptable: per-CPU statistics, and the histograms built on them. */
 
-struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm)
+/**
+ * ktap_ptable_new - an aggregation
+ * @vm: the session
+ * @kind: enum ktap_agg_kind
+ * @lo: KTAP_AGG_LINEAR: the lowest value of the first regular bucket
+ * @hi: KTAP_AGG_LINEAR: values from here on go to the last bucket
+ * @step: KTAP_AGG_LINEAR: width of a regular bucket
+ *
+ * Return: the aggregation, ERR_PTR(-EINVAL) for linear bounds that do
+ * not make between 1 and KTAP_LHIST_BUCKETS_MAX - 2 buckets, or
+ * ERR_PTR(-ENOMEM).
+ */
+struct ktap_ptable *ktap_ptable_new(struct ktap_vm *vm, u32 kind, s64 lo,
+				    s64 hi, s64 step)
 {
 	struct ktap_ptable *pt;
+	u32 nbuckets = 0;
+	u64 span;
 	int cpu;
 
+	if (kind == KTAP_AGG_LOG2) {
+		nbuckets = KTAP_LOG2_BUCKETS;
+	} else if (kind == KTAP_AGG_LINEAR) {
+		if (step <= 0 || hi <= lo)
+			return ERR_PTR(-EINVAL);
+		span = (u64)hi - (u64)lo;
+		span = div64_u64(span, step) + !!(span % (u64)step);
+		if (span > KTAP_LHIST_BUCKETS_MAX - 2)
+			return ERR_PTR(-EINVAL);
+		nbuckets = span + 2;
+	}
 	pt = ktap_alloc(vm, struct_size(pt, cpu, nr_cpu_ids));
 	if (!pt)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
+	pt->kind = kind;
+	pt->nbuckets = nbuckets;
+	pt->lo = lo;
+	pt->step = step;
+	pt->label = NULL;
 	pt->ncpu = nr_cpu_ids;
 	for_each_possible_cpu(cpu) {
 		pt->cpu[cpu] = ktap_table_new(vm, 0, 4);
 		if (!pt->cpu[cpu])
-			return NULL;
+			return ERR_PTR(-ENOMEM);
 	}
 	return pt;
 }
 
+/**
+ * ktap_agg_bucket - the bucket of @v in a hist() or lhist()
+ * @pt: the aggregation (not KTAP_AGG_STATS)
+ * @v: a value
+ *
+ * Return: an index below @pt->nbuckets.
+ */
+u32 ktap_agg_bucket(const struct ktap_ptable *pt, s64 v)
+{
+	u64 i;
+
+	if (pt->kind == KTAP_AGG_LOG2)
+		return v < 0 ? 0 : v == 0 ? 1 : ilog2((u64)v) + 2;
+	if (v < pt->lo)
+		return 0;
+	i = div64_u64((u64)v - (u64)pt->lo, pt->step) + 1;
+	return min_t(u64, i, pt->nbuckets - 1);
+}
+
 /* The statistic cell of @key in @t, created if absent. Under t->lock. */
 static struct ktap_value **ktap_stat_slot(struct ktap_vm *vm,
+					  const struct ktap_ptable *pt,
 					  struct ktap_table *t,
 					  const struct ktap_value *key, int *err)
 {
 	struct ktap_value **slot = ktap_tslot(vm, t, key, true, err);
+	struct ktap_agg_cell *cell;
 	struct ktap_value v;
-	struct ktap_stat *st;
 
 	if (!slot || *slot)
 		return slot;
-	st = ktap_alloc(vm, sizeof(*st));
-	if (!st) {
+	cell = ktap_alloc(vm, struct_size(cell, bucket, pt->nbuckets));
+	if (!cell) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	ktap_set_obj(&v, KTAP_TSTAT, st);
+	ktap_set_obj(&v, KTAP_TSTAT, cell);
 	*err = ktap_cell_store(vm, t, slot, &v);
 	return *err ? NULL : slot;
 }
@@ -977,7 +1028,7 @@ static void ktap_stat_merge(struct ktap_stat *dst, const struct ktap_stat *src)
 /**
  * ktap_ptable_add - s[key] <<< v on this CPU's part of @pt
  * @vm: the session
- * @pt: ptable
+ * @pt: the aggregation
  * @key: integer, boolean or string
  * @v: sample
  *
@@ -991,16 +1042,113 @@ int ktap_ptable_add(struct ktap_vm *vm, struct ktap_ptable *pt,
 {
 	struct ktap_table *t = pt->cpu[raw_smp_processor_id()];
 	struct ktap_value k, **slot;
+	struct ktap_agg_cell *cell;
 	int err;
 
 	err = ktap_key_norm(vm, key, &k, true);
 	if (err)
 		return err;
 	scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
-		slot = ktap_stat_slot(vm, t, &k, &err);
+		slot = ktap_stat_slot(vm, pt, t, &k, &err);
 		if (!slot)
 			return err;
-		ktap_stat_add((*slot)->p, v);
+		cell = (*slot)->p;
+		ktap_stat_add(&cell->st, v);
+		if (pt->nbuckets)
+			cell->bucket[ktap_agg_bucket(pt, v)]++;
+	}
+	return 0;
+}
+
+/**
+ * ktap_ptable_buckets - the buckets of @key summed over all CPUs
+ * @x: the run; the work is charged to its budget
+ * @pt: a hist() or lhist()
+ * @key: a key as the aggregation's iterator returns it
+ * @bucket: @pt->nbuckets counters, overwritten
+ *
+ * Return: 0, -EBUSY or the budget's error.
+ */
+int ktap_ptable_buckets(struct ktap_exec *x, struct ktap_ptable *pt,
+			const struct ktap_value *key, u64 *bucket)
+{
+	struct ktap_value k, **slot;
+	int err, cpu;
+	u32 i;
+
+	memset(bucket, 0, pt->nbuckets * sizeof(*bucket));
+	err = ktap_key_norm(x->vm, key, &k, false);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	err = ktap_charge(x, (u64)pt->ncpu * (pt->nbuckets + 1));
+	if (err)
+		return err;
+	for_each_possible_cpu(cpu) {
+		struct ktap_table *t = pt->cpu[cpu];
+		const struct ktap_agg_cell *cell;
+
+		scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
+			slot = ktap_cellp(t, &k);
+			if (!slot || !*slot || (*slot)->type != KTAP_TSTAT)
+				continue;
+			cell = (*slot)->p;
+			for (i = 0; i < pt->nbuckets; i++)
+				bucket[i] += cell->bucket[i];
+		}
+	}
+	return 0;
+}
+
+/* Zero @cell if it is a statistic of @pt. */
+static void ktap_agg_zero(const struct ktap_ptable *pt,
+			  struct ktap_value *cell)
+{
+	if (cell && cell->type == KTAP_TSTAT)
+		memset(cell->p, 0, struct_size_t(struct ktap_agg_cell, bucket,
+						 pt->nbuckets));
+}
+
+/**
+ * ktap_ptable_clear - delete @key, or every key, of @pt on every CPU
+ * @x: the run; the work is charged to its budget
+ * @pt: the aggregation
+ * @key: the key, or NULL for all
+ *
+ * The cells are zeroed in place, not unlinked: readers skip empty ones,
+ * and a key seen again reuses its cell, so printing and clearing an
+ * aggregation from a tick handler runs in constant memory.
+ *
+ * Return: 0, -EBUSY or the budget's error.
+ */
+int ktap_ptable_clear(struct ktap_exec *x, struct ktap_ptable *pt,
+		      const struct ktap_value *key)
+{
+	struct ktap_value k, **slot;
+	int err, cpu;
+	u32 i;
+
+	if (key) {
+		/* a key that was never added (or cannot be one) is gone */
+		if (ktap_key_norm(x->vm, key, &k, false))
+			return 0;
+	}
+	for_each_possible_cpu(cpu) {
+		struct ktap_table *t = pt->cpu[cpu];
+
+		scoped_cond_guard(ktap_spin_try, return -EBUSY, &t->lock) {
+			if (key) {
+				slot = ktap_cellp(t, &k);
+				ktap_agg_zero(pt, slot ? *slot : NULL);
+				continue;
+			}
+			err = ktap_charge(x, ktap_table_span(t));
+			if (err)
+				return err;
+			for (i = 0; t->hash && i < t->hash->cap; i++)
+				ktap_agg_zero(pt, t->hash->n[i].cell);
+			for (i = 0; t->arr && i < t->arr->cap; i++)
+				ktap_agg_zero(pt, t->arr->cell[i]);
+		}
 	}
 	return 0;
 }
@@ -1074,7 +1222,8 @@ static int ktap_ptable_collect(struct ktap_exec *x, struct ktap_table *t,
 			struct ktap_node *node = &t->hash->n[i];
 			struct ktap_value *cell = node->cell;
 
-			if (!cell || cell->type != KTAP_TSTAT)
+			if (!cell || cell->type != KTAP_TSTAT ||
+			    !((struct ktap_stat *)cell->p)->count)
 				continue;
 			e[*n].key = node->key;
 			st[*n] = *(struct ktap_stat *)cell->p;
@@ -1084,7 +1233,8 @@ static int ktap_ptable_collect(struct ktap_exec *x, struct ktap_table *t,
 		for (i = 0; t->arr && i < t->arr->cap && *n < cap; i++) {
 			struct ktap_value *cell = t->arr->cell[i];
 
-			if (!cell || cell->type != KTAP_TSTAT)
+			if (!cell || cell->type != KTAP_TSTAT ||
+			    !((struct ktap_stat *)cell->p)->count)
 				continue;
 			ktap_value_int(&e[*n].key, (s64)i + 1);
 			st[*n] = *(struct ktap_stat *)cell->p;

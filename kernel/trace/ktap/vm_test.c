@@ -1164,7 +1164,7 @@ static const struct {
 	{ "pid", 0, 0 }, { "target_pid", 0, 0 }, { "tid", 0, 0 }, { "uid", 0, 0 },
 	{ "execname", 0, 0 }, { "arch", 0, 0 }, { "kernel_v", 0, 0 },
 	{ "num_cpus", 0, 0 }, { "in_interrupt", 0, 0 }, { "in_iowait", 0, 0 },
-	{ "gettimeofday_ns", 0, 0 }, { "print_hist", 1, 2 }, { "ptable", 0, 0 },
+	{ "gettimeofday_ns", 0, 0 }, { "print_hist", 1, 2 }, { "ptable", 0, 1 },
 	{ "count", 1, 1 }, { "sum", 1, 1 }, { "avg", 1, 1 }, { "min", 1, 1 },
 	{ "max", 1, 1 }, { "stack", 0, 2 }, { "print_backtrace", 0, 0 },
 	{ "ustack", 0, 1 }, { "ksym", 1, 1 }, { "usym", 1, 1 },
@@ -1172,7 +1172,8 @@ static const struct {
 	{ "curr_taskinfo", 1, 2 }, { "print_trace_clock", 0, 0 },
 	{ "probename", 0, 0 }, { "argstr", 0, 0 }, { "argn", 1, 1 },
 	{ "tostring", 1, 1 }, { "tonumber", 1, 1 }, { "log2", 1, 1 },
-	{ "print_log2hist", 1, 1 },
+	{ "print_log2hist", 1, 1 }, { "hist", 0, 1 }, { "lhist", 3, 4 },
+	{ "stats", 0, 1 }, { "clear", 1, 1 },
 };
 
 static const char * const bi_unknown[] = {
@@ -3096,6 +3097,57 @@ static void t_table_growth(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, n, 0);
 }
 
+/* hist() and lhist() buckets at their edges; lhist() bounds checked. */
+static void t_agg_buckets(struct kunit *test)
+{
+	struct ktap_vm *vm = t_empty_vm(test, 0);
+	struct ktap_ptable *h, *l;
+
+	h = ktap_ptable_new(vm, KTAP_AGG_LOG2, 0, 0, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(h));
+	KUNIT_EXPECT_EQ(test, h->nbuckets, KTAP_LOG2_BUCKETS);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, S64_MIN), 0);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, -1), 0);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 0), 1);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 1), 2);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 2), 3);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 3), 3);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 4), 4);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 1023), 11);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, 1024), 12);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(h, S64_MAX), KTAP_LOG2_BUCKETS - 1);
+
+	/* 0..100 by 30: [0,30) [30,60) [60,90) [90,120), below, above */
+	l = ktap_ptable_new(vm, KTAP_AGG_LINEAR, 0, 100, 30);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(l));
+	KUNIT_EXPECT_EQ(test, l->nbuckets, 6);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, S64_MIN), 0);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, -1), 0);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, 0), 1);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, 29), 1);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, 30), 2);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, 119), 4);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, 120), 5);
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, S64_MAX), 5);
+	l = ktap_ptable_new(vm, KTAP_AGG_LINEAR, S64_MIN, S64_MAX,
+			    (S64_MAX / (KTAP_LHIST_BUCKETS_MAX - 2)) * 2 + 2);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(l));
+	KUNIT_EXPECT_EQ(test, ktap_agg_bucket(l, S64_MIN), 1);
+	KUNIT_EXPECT_LT(test, ktap_agg_bucket(l, S64_MAX), l->nbuckets);
+
+	KUNIT_EXPECT_EQ(test, PTR_ERR(ktap_ptable_new(vm, KTAP_AGG_LINEAR, 0, 0, 1)),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(ktap_ptable_new(vm, KTAP_AGG_LINEAR, 0, 10, 0)),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(ktap_ptable_new(vm, KTAP_AGG_LINEAR, 0, 10, -1)),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(ktap_ptable_new(vm, KTAP_AGG_LINEAR, 0,
+						      KTAP_LHIST_BUCKETS_MAX, 1)),
+			-EINVAL);
+	KUNIT_EXPECT_FALSE(test, IS_ERR(ktap_ptable_new(vm, KTAP_AGG_LINEAR, 0,
+							KTAP_LHIST_BUCKETS_MAX - 2, 1)));
+}
+
 static void t_table_oom(struct kunit *test)
 {
 	struct ktap_vm *vm = t_empty_vm(test, KTAP_MIN_MEM);
@@ -3184,6 +3236,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE(t_histogram),
 	KUNIT_CASE(t_table_growth),
 	KUNIT_CASE(t_table_oom),
+	KUNIT_CASE(t_agg_buckets),
 	KUNIT_CASE(t_strings),
 	{}
 };
