@@ -88,6 +88,7 @@ struct kp_var {
 	uint8_t		is_event;	/* a handler's event argument `e` */
 	uint8_t		assigned;	/* the script stores into it */
 	struct kp_func	*fnval;		/* arity.c: function it is declared as */
+	uint8_t		stores;		/* aggr.c: kinds of values stored */
 	struct kp_var	*next;		/* next name of the same declaration */
 };
 
@@ -208,6 +209,10 @@ int kp_check(struct kp_state *S, struct kp_ast *ast);
 int kp_builtin_find(const char *name);		/* id, or -1 */
 const char *kp_builtin_name(int id);
 void kp_builtin_arity(int id, int *min, int *max);
+/* aggr.c: labels and the implicit trace_end, after kp_parse(). */
+void kp_aggr_lower(struct kp_state *S, struct kp_ast *ast);
+/* aggr.c: '<<<' into a table, after kp_resolve(). */
+void kp_aggr_check(struct kp_state *S, struct kp_ast *ast);
 /* arity.c: value counts of functions and calls, after kp_check(). */
 int kp_arity(struct kp_state *S, struct kp_ast *ast);
 /* gen.c: instructions into S->img; 0 if no error. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The compiler's passes, in order: lex.c (tokens), parse.c (syntax
- * tree), check.c's folding, resolve.c (names, probes), check.c's rules,
- * arity.c (value counts of calls), gen.c (instructions). Every pass
+ * tree), aggr.c's lowering (aggregation labels, the implicit trace_end),
+ * check.c's folding, resolve.c (names, probes), check.c's rules and
+ * aggr.c's, arity.c (value counts of calls), gen.c (instructions). Every pass
  * reports what it finds and the next one still runs, so one run shows
  * the errors of all passes; only arity and code generation need an
  * error-free tree.
@@ -33,9 +34,11 @@ int kp_compile_ast(struct kp_state *S, struct kp_ast *ast, int gen)
 	S->tk = 0;
 	kp_parse(S, ast);
 	if (ast->main) {
+		kp_aggr_lower(S, ast);
 		kp_fold(S, ast);
 		kp_resolve(S, ast);
 		kp_check(S, ast);
+		kp_aggr_check(S, ast);
 		if (!S->nerrors && gen) {
 			kp_arity(S, ast);
 			kp_gen(S, ast);

@@ -64,6 +64,7 @@
 	E(NOT_STMT,	"expression is not a statement")		\
 	E(BAD_TARGET,	"cannot assign to this expression")		\
 	E(BAD_AGGR,	"'<<<' needs a table element on its left, like s[k] <<< v") \
+	E(AGGR_TABLE,	"'%s' is a table: '<<<' records into an aggregation (%s = hist(), lhist(min, max, step), stats() or ptable())") \
 	E(UNKNOWN_NAME,	"unknown identifier '%s'%s")			\
 	E(ARG0,		"arg0 does not exist when arguments count from 1 (-1): arg1 is the first") \
 	E(NEVER_SET,	"'%s' is never assigned: it reads as nil%s")	\

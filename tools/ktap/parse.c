@@ -237,6 +237,39 @@ static struct kp_node *primary(struct kp_parser *P)
 	unexpected(P);
 }
 
+/*
+ * A table key, or a tuple of them: t[a, b] indexes t by the string
+ * "A, B" (each part as `..` converts it), which is also how a chart
+ * prints the key.
+ */
+static struct kp_node *tuple_key(struct kp_parser *P)
+{
+	struct kp_node *key = inner_expr(P), *sep, *cat;
+	struct kp_token *t;
+	int links = 0;
+
+	while (is(P, TK_COMMA)) {
+		t = advance(P);
+		sep = node_at(P, KP_N_STR, t);
+		sep->str.s = ", ";
+		sep->str.len = 2;
+		cat = node_at(P, KP_N_BINOP, t);
+		cat->op = KP_OP_CONCAT;
+		cat->a = key;
+		cat->b = sep;
+		key = node_at(P, KP_N_BINOP, t);
+		key->op = KP_OP_CONCAT;
+		key->a = cat;
+		key->b = inner_expr(P);
+		/* two links deeper for the passes that recurse down it */
+		nest(P);
+		nest(P);
+		links += 2;
+	}
+	P->depth -= links;
+	return key;
+}
+
 static struct kp_node *suffixed(struct kp_parser *P)
 {
 	struct kp_node *n = primary(P), *s;
@@ -261,7 +294,7 @@ static struct kp_node *suffixed(struct kp_parser *P)
 			advance(P);
 			s = node_at(P, KP_N_INDEX, t);
 			nest(P);
-			s->b = inner_expr(P);
+			s->b = tuple_key(P);
 			unnest(P);
 			expect_close(P, TK_RBRACKET, TK_LBRACKET, t->line);
 			break;

@@ -59,7 +59,7 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "in_iowait", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "gettimeofday_ns", 0, 0, 0, KP_BI_CALL, NULL, 0 },
 	{ "print_hist", 1, 2, 0, KP_BI_CALL, NULL, 0 },
-	{ "ptable", 0, 0, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
+	{ "ptable", 0, 1, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
 	{ "sleep", 1, 1, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
 	{ "count", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "sum", 1, 1, 0, KP_BI_CALL, NULL, 0 },
@@ -82,6 +82,10 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "tonumber", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "log2", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	{ "print_log2hist", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "hist", 0, 1, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
+	{ "lhist", 3, 4, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
+	{ "stats", 0, 1, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
+	{ "clear", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	/* ktap 0.1 names: the compiler's only */
 	{ "gettimeofday_us", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns", 1000 },
 	{ "gettimeofday_ms", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns",
@@ -101,7 +105,7 @@ static const struct kp_builtin kp_builtins[] = {
 /* Builtins with side effects or arguments are not values when bare. */
 static const char *const kp_not_bare[] = {
 	"print", "printf", "exit", "print_backtrace", "print_trace_clock",
-	"kdebug_dumpstack", "ptable", "sleep",
+	"kdebug_dumpstack", "ptable", "sleep", "hist", "lhist", "stats", "clear",
 };
 
 static const char *const kp_libs[] = {
