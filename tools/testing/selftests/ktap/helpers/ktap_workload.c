@@ -7,11 +7,19 @@
  *   ktap_workload usdt N MS   hit the USDT probe ktap_workload:tick N
  *                             times, MS milliseconds apart, and say how
  *                             many times its semaphore showed it traced
+ *   ktap_workload reads FD    on every online CPU in turn, read
+ *                             /dev/zero through descriptor FD: once 1
+ *                             byte, twice 2, 3 times 3, 4 times 100
+ *                             and 5 times 1000 (sizes the aggregation
+ *                             tests know)
  *
  * Built with frame pointers so that user stacks walk through it. The
  * USDT probe needs <sys/sdt.h> (Debian: systemtap-sdt-dev); without it
  * "usdt" exits 4 and the tests that need it skip.
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +111,38 @@ __attribute__((noinline)) int ktap_workload_usdt(long n, long ms)
 }
 #endif
 
+/* The reads on each CPU, pinned there; prints how many CPUs it used. */
+__attribute__((noinline)) int ktap_workload_reads(int fd)
+{
+	static const struct { int size, times; } plan[] = {
+		{ 1, 1 }, { 2, 2 }, { 3, 3 }, { 100, 4 }, { 1000, 5 },
+	};
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF), cpu, used = 0;
+	char buf[1000];
+	cpu_set_t set;
+	size_t i;
+	int t, z;
+
+	z = open("/dev/zero", O_RDONLY);
+	if (z < 0 || dup2(z, fd) != fd) {
+		perror("/dev/zero");
+		return 1;
+	}
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set))
+			continue;	/* offline */
+		used++;
+		for (i = 0; i < sizeof(plan) / sizeof(plan[0]); i++)
+			for (t = 0; t < plan[i].times; t++)
+				if (read(fd, buf, plan[i].size) != plan[i].size)
+					return 1;
+	}
+	printf("cpus %ld\n", used);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "spin")) {
@@ -113,7 +153,9 @@ int main(int argc, char **argv)
 		return ktap_workload_touch(atol(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "usdt"))
 		return ktap_workload_usdt(atol(argv[2]), atol(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "reads"))
+		return ktap_workload_reads(atoi(argv[2]));
 	fprintf(stderr,
-		"usage: ktap_workload spin SECS | touch PAGES | usdt N MS\n");
+		"usage: ktap_workload spin SECS | touch PAGES | usdt N MS | reads FD\n");
 	return 2;
 }
