@@ -452,6 +452,13 @@ struct ktap_version {
 #define KTAP_LOAD_F_DRY_RUN	0x1	/* attach, but never run handlers */
 #define KTAP_LOAD_F_VERBOSE	0x2	/* name each event a wildcard skips */
 #define KTAP_LOAD_F_NO_FOLLOW	0x4	/* @pid only, not its descendants */
+/*
+ * Aggregations print as JSON objects, one line each, which start with
+ * KTAP_JSON_MARK (RFC 7464's record separator) so that a reader tells
+ * them from a script's own text.
+ */
+#define KTAP_LOAD_F_JSON	0x8
+#define KTAP_JSON_MARK		0x1e
 
 /**
  * struct ktap_load_attr - KTAP_IOC_LOAD: verify and load an image

@@ -162,6 +162,7 @@ struct ktap_vm_opts {
 	size_t	mem_limit;
 	u32	insn_budget;
 	s32	target_pid;
+	bool	json;		/* KTAP_LOAD_F_JSON */
 };
 
 struct ktap_vm *ktap_vm_load(const void *image, size_t len,

@@ -571,7 +571,7 @@ static int ktap_check_attr(const struct ktap_load_attr *attr)
 	if (memchr_inv(attr->__reserved, 0, sizeof(attr->__reserved)))
 		return -EINVAL;
 	if (attr->flags & ~(KTAP_LOAD_F_DRY_RUN | KTAP_LOAD_F_VERBOSE |
-			    KTAP_LOAD_F_NO_FOLLOW))
+			    KTAP_LOAD_F_NO_FOLLOW | KTAP_LOAD_F_JSON))
 		return -EINVAL;
 	if (!attr->image_len)
 		return -EINVAL;
@@ -712,6 +712,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 			 1024;
 	opts.insn_budget = attr.insn_budget ?: KTAP_DEFAULT_BUDGET;
 	opts.target_pid = tgid >= 0 ? attr.pid : 0;
+	opts.json = attr.flags & KTAP_LOAD_F_JSON;
 	vm = ktap_vm_load(image, attr.image_len, &opts, &ktap_host_ops, sess,
 			  log, klog_size);
 	kvfree(image);

@@ -275,6 +275,7 @@ struct ktap_vm {
 	u32				insn_budget;
 	s32				target_pid;
 	u32				main_budget;
+	bool				json;		/* KTAP_LOAD_F_JSON */
 
 	atomic_t			halted;		/* exit() or error */
 	atomic_t			failed;		/* first error taken */
@@ -519,7 +520,12 @@ int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 	X(hist,			0, 1, KTAP_BF_MAIN)		\
 	X(lhist,		3, 4, KTAP_BF_MAIN)		\
 	X(stats,		0, 1, KTAP_BF_MAIN)		\
-	X(clear,		1, 1, 0)
+	X(clear,		1, 1, 0)			\
+	X(sprintf,		1, KTAP_ANY_ARGS, 0)		\
+	X(substr,		2, 3, 0)			\
+	X(strcmp,		2, 2, 0)			\
+	X(contains,		2, 2, 0)			\
+	X(join,			1, 2, 0)
 
 #define __KTAP_BI_ENUM(name, ...)	KTAP_BI_##name,
 enum ktap_builtin {

@@ -193,14 +193,14 @@ static int ktap_format_one(struct ktap_exec *x, struct seq_buf *s,
 			return 0;
 		}
 		if (conv == 'p') {
-			strscpy(spec + k, "llx", 4);
-			seq_buf_puts(s, "0x");
-		} else {
-			spec[k++] = 'l';
-			spec[k++] = 'l';
-			spec[k++] = conv == 'i' ? 'd' : conv;
-			spec[k] = '\0';
+			/* hashed as the kernel's %p: addresses do not leak */
+			seq_buf_printf(s, "%p", (void *)(unsigned long)v->i);
+			return 0;
 		}
+		spec[k++] = 'l';
+		spec[k++] = 'l';
+		spec[k++] = conv == 'i' ? 'd' : conv;
+		spec[k] = '\0';
 		seq_buf_printf(s, spec, v->i);
 		return 0;
 	case 's':
@@ -295,6 +295,149 @@ static int ktap_bi_printf(struct ktap_exec *x, struct ktap_value *ret,
 		return err;
 	ktap_flush(x, &s, 0);
 	return 0;
+}
+
+/*
+ * sprintf(fmt, ...): printf's formatting into a string value, truncated
+ * at KTAP_OUT_SIZE - 1 bytes as a printf record is.
+ */
+static int ktap_bi_sprintf(struct ktap_exec *x, struct ktap_value *ret,
+			   struct ktap_value *args, u32 nargs)
+{
+	char *buf = ktap_run_alloc(x, KTAP_OUT_SIZE);
+	struct seq_buf s;
+	int err;
+
+	if (args[0].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 1, "sprintf", "string", &args[0]);
+	if (!buf)
+		return ktap_obj_error(x, -ENOMEM);
+	seq_buf_init(&s, buf, KTAP_OUT_SIZE);
+	err = ktap_format(x, &s, args[0].s, args + 1, nargs - 1);
+	if (err)
+		return err;
+	return ktap_ret_str(x, ret, buf, min_t(size_t, seq_buf_used(&s),
+					       KTAP_OUT_SIZE - 1));
+}
+
+/*
+ * substr(s, start[, len]): @len bytes (default: the rest) from byte
+ * @start, counted from 1 as Lua does; a negative @start counts from the
+ * end (-1 is the last byte). Out-of-range parts are clipped.
+ */
+static int ktap_bi_substr(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	s64 len, start, n;
+
+	if (args[0].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 1, "substr", "string", &args[0]);
+	if (args[1].type != KTAP_TINT)
+		return ktap_bad_arg(x, 2, "substr", "number", &args[1]);
+	if (nargs > 2 && args[2].type != KTAP_TINT)
+		return ktap_bad_arg(x, 3, "substr", "number", &args[2]);
+	len = args[0].s->len;
+	start = args[1].i;
+	if (start < 0)
+		start = max_t(s64, len + start, 0);
+	else if (start > 0)
+		start--;
+	start = min(start, len);
+	n = nargs > 2 ? clamp_t(s64, args[2].i, 0, len - start) : len - start;
+	return ktap_ret_str(x, ret, args[0].s->data + start, n);
+}
+
+/* strcmp(a, b): -1, 0 or 1, comparing bytes. */
+static int ktap_bi_strcmp(struct ktap_exec *x, struct ktap_value *ret,
+			  struct ktap_value *args, u32 nargs)
+{
+	const struct ktap_str *a = args[0].s, *b = args[1].s;
+	int c;
+
+	if (args[0].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 1, "strcmp", "string", &args[0]);
+	if (args[1].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 2, "strcmp", "string", &args[1]);
+	c = memcmp(a->data, b->data, min(a->len, b->len));
+	if (!c)
+		c = a->len < b->len ? -1 : a->len > b->len;
+	ktap_value_int(ret, c < 0 ? -1 : c > 0);
+	return ktap_charge(x, min(a->len, b->len) / 64);
+}
+
+/* Whether the @nl bytes at @n occur in the @hl bytes at @h. */
+static bool ktap_bytes_contain(const char *h, u32 hl, const char *n, u32 nl)
+{
+	u32 i;
+
+	for (i = 0; i + nl <= hl; i++)
+		if (!memcmp(h + i, n, nl))
+			return true;
+	return false;
+}
+
+/* contains(s, part): whether @part occurs in @s. */
+static int ktap_bi_contains(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	const struct ktap_str *a = args[0].s, *b = args[1].s;
+	int err;
+
+	if (args[0].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 1, "contains", "string", &args[0]);
+	if (args[1].type != KTAP_TSTR)
+		return ktap_bad_arg(x, 2, "contains", "string", &args[1]);
+	/* a naive search: up to len(s) * len(part) byte comparisons */
+	err = ktap_charge(x, div_u64((u64)a->len * (b->len + 1), 64));
+	if (err)
+		return err;
+	ktap_set_bool(ret, ktap_bytes_contain(a->data, a->len, b->data, b->len));
+	return 0;
+}
+
+/*
+ * join(t[, sep]): the values t[1], t[2]... up to the table's border, as
+ * print() shows them, separated by @sep (default " "); truncated at
+ * KTAP_OUT_SIZE - 1 bytes.
+ */
+static int ktap_bi_join(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	const char *sep = " ";
+	struct ktap_value v, k;
+	struct seq_buf s;
+	s64 n, i;
+	char *buf;
+	int err;
+
+	if (args[0].type != KTAP_TTABLE)
+		return ktap_bad_arg(x, 1, "join", "table", &args[0]);
+	if (nargs > 1) {
+		if (args[1].type != KTAP_TSTR)
+			return ktap_bad_arg(x, 2, "join", "string", &args[1]);
+		sep = args[1].s->data;
+	}
+	err = ktap_border(x, args[0].p, &n);
+	err = err ?: ktap_charge(x, n);
+	if (err)
+		return err;
+	buf = ktap_run_alloc(x, KTAP_OUT_SIZE);
+	if (!buf)
+		return ktap_obj_error(x, -ENOMEM);
+	seq_buf_init(&s, buf, KTAP_OUT_SIZE);
+	for (i = 1; i <= n && !seq_buf_has_overflowed(&s); i++) {
+		ktap_value_int(&k, i);
+		err = ktap_table_get(x->vm, args[0].p, &k, &v);
+		if (err)
+			return ktap_obj_error(x, err);
+		if (i > 1)
+			seq_buf_puts(&s, sep);
+		err = ktap_tostring(x, &v, &s);
+		if (err)
+			return err;
+	}
+	return ktap_ret_str(x, ret, buf, min_t(size_t, seq_buf_used(&s),
+					       KTAP_OUT_SIZE - 1));
 }
 
 static int ktap_bi_len(struct ktap_exec *x, struct ktap_value *ret,
@@ -748,6 +891,118 @@ static void ktap_agg_chart(struct ktap_exec *x, const struct ktap_ptable *pt,
 	}
 }
 
+static void ktap_json_room(struct ktap_exec *x, struct seq_buf *s);
+
+/* @len bytes at @p as a JSON string; bytes >= 0x80 escaped one by one. */
+static void ktap_json_str(struct ktap_exec *x, struct seq_buf *s,
+			  const char *p, u32 len)
+{
+	u32 i;
+
+	seq_buf_putc(s, '"');
+	for (i = 0; i < len; i++) {
+		unsigned char c = p[i];
+
+		ktap_json_room(x, s);
+		if (c == '"' || c == '\\')
+			seq_buf_printf(s, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			seq_buf_printf(s, "\\u%04x", c);
+		else
+			seq_buf_putc(s, c);
+	}
+	seq_buf_putc(s, '"');
+}
+
+/* Flush @s when it nears the record size: one JSON line may span records. */
+static void ktap_json_room(struct ktap_exec *x, struct seq_buf *s)
+{
+	if (seq_buf_used(s) < KTAP_OUT_SIZE - 128)
+		return;
+	ktap_flush(x, s, 0);
+	seq_buf_init(s, x->ctx->out, sizeof(x->ctx->out));
+}
+
+/* A bucket's bounds for JSON: [lo, hi), null where unbounded. */
+static void ktap_json_bounds(struct seq_buf *s, const struct ktap_ptable *pt,
+			     u32 i)
+{
+	s64 a;
+
+	if (pt->kind == KTAP_AGG_LOG2) {
+		if (i == 0)
+			seq_buf_puts(s, "\"min\": null, \"max\": 0");
+		else if (i <= 2)
+			seq_buf_printf(s, "\"min\": %u, \"max\": %u", i - 1, i);
+		else
+			seq_buf_printf(s, "\"min\": %llu, \"max\": %llu",
+				       1ULL << (i - 2), 1ULL << (i - 1));
+		return;
+	}
+	a = (s64)((u64)pt->lo + (u64)pt->step * (i - 1));
+	if (i == 0)
+		seq_buf_printf(s, "\"min\": null, \"max\": %lld", pt->lo);
+	else if (i == pt->nbuckets - 1)
+		seq_buf_printf(s, "\"min\": %lld, \"max\": null", a);
+	else
+		seq_buf_printf(s, "\"min\": %lld, \"max\": %lld", a,
+			       (s64)((u64)a + (u64)pt->step));
+}
+
+/*
+ * One key of @pt as a JSON object on one line, KTAP_JSON_MARK first:
+ * {"type": "stats", "name": N, "key": K, "count": .., "sum": .., "avg": ..,
+ * "min": .., "max": ..} or {"type": "hist", "name": N, "key": K,
+ * "buckets": [{"min": .., "max": .., "count": ..}, ...]} with the
+ * non-empty range of buckets.
+ */
+static void ktap_json_agg_key(struct ktap_exec *x,
+			      const struct ktap_ptable *pt,
+			      const struct ktap_pair *e, const u64 *bucket)
+{
+	const struct ktap_stat *st = e->val.p;
+	u32 i, first = U32_MAX, last = 0;
+	struct seq_buf s;
+
+	seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
+	seq_buf_printf(&s, "%c{\"type\": \"%s\", \"name\": ", KTAP_JSON_MARK,
+		       bucket ? "hist" : "stats");
+	if (pt->label)
+		ktap_json_str(x, &s, pt->label->data, pt->label->len);
+	else
+		seq_buf_puts(&s, "null");
+	seq_buf_puts(&s, ", \"key\": ");
+	if (e->key.type == KTAP_TINT)
+		seq_buf_printf(&s, "%lld", e->key.i);
+	else if (e->key.type == KTAP_TBOOL)
+		seq_buf_puts(&s, e->key.b ? "true" : "false");
+	else
+		ktap_json_str(x, &s, e->key.s->data, e->key.s->len);
+	if (!bucket) {
+		seq_buf_printf(&s,
+			       ", \"count\": %lld, \"sum\": %lld, \"avg\": %lld, \"min\": %lld, \"max\": %lld}\n",
+			       st->count, st->sum, div64_s64(st->sum, st->count),
+			       st->min, st->max);
+		ktap_flush(x, &s, '\n');
+		return;
+	}
+	for (i = 0; i < pt->nbuckets; i++) {
+		if (bucket[i]) {
+			first = min(first, i);
+			last = i;
+		}
+	}
+	seq_buf_puts(&s, ", \"buckets\": [");
+	for (i = first; first != U32_MAX && i <= last; i++) {
+		ktap_json_room(x, &s);
+		seq_buf_puts(&s, i == first ? "{" : ", {");
+		ktap_json_bounds(&s, pt, i);
+		seq_buf_printf(&s, ", \"count\": %llu}", bucket[i]);
+	}
+	seq_buf_puts(&s, "]}\n");
+	ktap_flush(x, &s, '\n');
+}
+
 /**
  * ktap_print_agg - print an aggregation, one key after the other
  * @x: the run
@@ -791,6 +1046,17 @@ static int ktap_print_agg(struct ktap_exec *x, struct ktap_ptable *pt,
 			return err;
 		x->ctx->tmp[seq_buf_used(&key)] = '\0';
 		st = it->e[r].val.p;
+		if (x->vm->json) {
+			if (bucket) {
+				err = ktap_ptable_buckets(x, pt, &it->e[r].key,
+							  bucket);
+				if (err)
+					return err == -EINVAL ? err :
+					       ktap_obj_error(x, err);
+			}
+			ktap_json_agg_key(x, pt, &it->e[r], bucket);
+			continue;
+		}
 		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
 		if (!bucket) {
 			seq_buf_printf(&s,

@@ -670,6 +670,7 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 				   vm->insn_budget, KTAP_MAX_INSN_BUDGET);
 	vm->main_budget = KTAP_MAIN_BUDGET;
 	vm->target_pid = opts ? opts->target_pid : 0;
+	vm->json = opts && opts->json;
 	if (ktap_pool_init(&vm->pool, mem) ||
 	    ktap_strset_init(&vm->strs, mem))
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "pool");

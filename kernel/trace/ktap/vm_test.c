@@ -1173,7 +1173,9 @@ static const struct {
 	{ "probename", 0, 0 }, { "argstr", 0, 0 }, { "argn", 1, 1 },
 	{ "tostring", 1, 1 }, { "tonumber", 1, 1 }, { "log2", 1, 1 },
 	{ "print_log2hist", 1, 1 }, { "hist", 0, 1 }, { "lhist", 3, 4 },
-	{ "stats", 0, 1 }, { "clear", 1, 1 },
+	{ "stats", 0, 1 }, { "clear", 1, 1 }, { "sprintf", 1, 255 },
+	{ "substr", 2, 3 }, { "strcmp", 2, 2 }, { "contains", 2, 2 },
+	{ "join", 1, 2 },
 };
 
 static const char * const bi_unknown[] = {
