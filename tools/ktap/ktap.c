@@ -39,6 +39,7 @@ struct opts {
 	int		noread;		/* -N: the instance's readers read */
 	int		nofollow;	/* -P: not the target's children */
 	int		argbase;	/* -1 */
+	int		json;		/* -f json */
 	char		**args;		/* script arguments */
 	int		nargs;
 	char		**cmd;		/* after -- */
@@ -65,6 +66,7 @@ static void usage(FILE *f)
 	      "  -P         with -p or --: not the processes it starts\n"
 	      "  -C CPU     trace only CPU\n"
 	      "  -T         prefix each output line with a timestamp\n"
+	      "  -f FORMAT  text (default) or json: one JSON object per line\n"
 	      "  -v         verbose: probes, hits, drops, memory\n"
 	      "  -q         do not print \"Tracing... Hit Ctrl-C to end.\"\n"
 	      "  -d         dry run: attach the probes, run no handler\n"
@@ -196,11 +198,88 @@ static int print_version(void)
 struct kp_out {
 	FILE	*f;
 	int	ts;
+	int	json;		/* -f json */
 	int	bol;
 	size_t	nread;		/* bytes the session gave us */
 	size_t	ncarry;
 	char	carry[8192];
 };
+
+/* Length of the valid UTF-8 sequence at @s (at most @n bytes), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 :
+		     s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	size_t i;
+
+	if (!len || len > n)
+		return 0;
+	for (i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/* @n bytes as a JSON string: valid UTF-8 kept, other bytes escaped. */
+static void json_string(FILE *f, const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i, k;
+
+	fputc('"', f);
+	for (i = 0; i < n; i++) {
+		if (s[i] == '"' || s[i] == '\\') {
+			fprintf(f, "\\%c", s[i]);
+		} else if (s[i] >= 0x20 && s[i] < 0x7f) {
+			fputc(s[i], f);
+		} else if (s[i] >= 0x80 && (k = utf8_len(s + i, n - i))) {
+			fwrite(s + i, 1, k, f);
+			i += k - 1;
+		} else {
+			fprintf(f, "\\u%04x", s[i]);
+		}
+	}
+	fputc('"', f);
+}
+
+/*
+ * -f json: one object per line. The kernel's own JSON (aggregations)
+ * comes marked with KTAP_JSON_MARK; any other line is text a script
+ * printed: {"type": "line", "data": TEXT}, with its time under -T.
+ */
+static void put_json_line(struct kp_out *o, const char *s, size_t len)
+{
+	struct timespec t;
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *m;
+
+	if (len && s[len - 1] == '\n')
+		len--;
+	if (len && s[0] == KTAP_JSON_MARK) {
+		fwrite(s + 1, 1, len - 1, o->f);
+		fputc('\n', o->f);
+		return;
+	}
+	m = open_memstream(&text, &tlen);
+	if (m) {
+		kp_usym_write(m, s, len);
+		fclose(m);
+	}
+	fputs("{\"type\": \"line\", ", o->f);
+	if (o->ts) {
+		clock_gettime(CLOCK_REALTIME, &t);
+		fprintf(o->f, "\"time\": %lld.%06ld, ", (long long)t.tv_sec,
+			t.tv_nsec / 1000);
+	}
+	fputs("\"data\": ", o->f);
+	if (text)
+		json_string(o->f, text, tlen);
+	else
+		json_string(o->f, s, len);
+	fputs("}\n", o->f);
+	free(text);
+}
 
 static void put_lines(struct kp_out *o, const char *s, size_t n)
 {
@@ -208,6 +287,14 @@ static void put_lines(struct kp_out *o, const char *s, size_t n)
 	const char *nl;
 	size_t len;
 
+	if (o->json) {
+		for (; n; s += len, n -= len) {
+			nl = memchr(s, '\n', n);
+			len = nl ? (size_t)(nl - s) + 1 : n;
+			put_json_line(o, s, len);
+		}
+		return;
+	}
 	if (!o->ts && !memmem(s, n, " (pid ", 6)) {
 		fwrite(s, 1, n, o->f);
 		o->bol = n && s[n - 1] == '\n';
@@ -425,7 +512,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	struct ktap_stats st;
 	char log[4096], buf[65536];
 	FILE *out = stdout;
-	struct kp_out ko = { .ts = o->timestamps, .bol = 1 };
+	struct kp_out ko = { .ts = o->timestamps, .json = o->json, .bol = 1 };
 	int fd, release = -1, exec_status = -1, stopped = 0, rc = 0;
 	int start_err = 0;
 	pid_t child = -1;
@@ -476,6 +563,7 @@ static int run(const struct opts *o, struct kp_state *S, const void *img,
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
 	attr.flags = (o->dry ? KTAP_LOAD_F_DRY_RUN : 0) |
+		     (o->json ? KTAP_LOAD_F_JSON : 0) |
 		     (o->verbose ? KTAP_LOAD_F_VERBOSE : 0) |
 		     (o->nofollow ? KTAP_LOAD_F_NO_FOLLOW : 0);
 	attr.image = (uintptr_t)img;
@@ -712,7 +800,7 @@ int main(int argc, char **argv)
 			   !strcmp(a, "-p") || !strcmp(a, "-C") ||
 			   !strcmp(a, "-s") || !strcmp(a, "-B") ||
 			   !strcmp(a, "-M") || !strcmp(a, "-R") ||
-			   !strcmp(a, "-I")) {
+			   !strcmp(a, "-I") || !strcmp(a, "-f")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ktap: %s needs an argument\n", a);
 				usage(stderr);
@@ -735,6 +823,13 @@ int main(int argc, char **argv)
 				o.buffer_kb = (unsigned int)parse_int(argv[i], a);
 			} else if (a[1] == 'I') {
 				o.instance = argv[i];
+			} else if (a[1] == 'f') {
+				if (strcmp(argv[i], "json") && strcmp(argv[i], "text")) {
+					fprintf(stderr, "ktap: -f takes text or json, not '%s'\n",
+						argv[i]);
+					return 1;
+				}
+				o.json = !strcmp(argv[i], "json");
 			} else {
 				size_t n = strlen(argv[i]) + 64;
 				char *s = malloc(n);

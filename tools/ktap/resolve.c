@@ -86,6 +86,11 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "lhist", 3, 4, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
 	{ "stats", 0, 1, KP_BF_MAIN, KP_BI_CALL, NULL, 0 },
 	{ "clear", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "sprintf", 1, ANY, 0, KP_BI_CALL, NULL, 0 },
+	{ "substr", 2, 3, 0, KP_BI_CALL, NULL, 0 },
+	{ "strcmp", 2, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "contains", 2, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "join", 1, 2, 0, KP_BI_CALL, NULL, 0 },
 	/* ktap 0.1 names: the compiler's only */
 	{ "gettimeofday_us", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns", 1000 },
 	{ "gettimeofday_ms", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns",
