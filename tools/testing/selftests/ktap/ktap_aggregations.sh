@@ -1,12 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Aggregations: hist(), lhist(), stats() and ptable() recorded with one
+# Aggregations and output formats: hist(), lhist(), stats() and
+# ptable() recorded with one
 # `<<<` each, on every vCPU, merged when read and printed as charts. The
 # helper program reads /dev/zero through descriptor 42 with sizes the
 # test knows (1 once, 2 twice, 3 three times, 100 four times, 1000 five
 # times) on each online CPU in turn, so every chart and statistic has an
-# exact expected text.
+# exact expected text. Also: -f json (every line of a run parsed by
+# python3's json module, the aggregations' numbers checked) and the
+# string builtins.
 #
 # KTAP_BIN overrides the tool (default: tools/ktap/ktap of this tree, then
 # ktap in PATH).
@@ -28,7 +31,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 9
+ktap_set_plan 12
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -215,6 +218,87 @@ else
 	ktap_print_msg "rc $rc, $charts charts, memory $mem1 (after 5 periods: $mem0)"
 	sed 's/^/# /' "$T/tick.err" | head
 	ktap_test_fail "print and clear from a tick runs in constant memory"
+fi
+
+# 10. -f json: every line of a real run is one JSON object; the
+# aggregations carry their numbers
+cat > "$T/json.kp" <<'EOF'
+var h = hist()
+var l = lhist(0, 100, 10)
+var s = stats()
+trace syscalls:sys_enter_read /fd == 42/ {
+	h[execname] <<< e.count
+	l[execname, "q\"t"] <<< e.count
+	s[execname] <<< e.count
+	if (e.count == 1000) {
+		printf("read %d \"quoted\"\ttab %s\n", e.count, "\xff\xc3\xa9")
+	}
+}
+EOF
+timeout 120 "$KTAP" -q -f json "$T/json.kp" -- sh -c "exec '$WORKLOAD' reads 42 > /dev/null" \
+	> "$T/json.out" 2> "$T/json.err"
+rc=$?
+if command -v python3 > /dev/null; then
+	python3 - "$T/json.out" "$N" > "$T/json.check" 2>&1 <<'EOF'
+import json, sys
+path, n = sys.argv[1], int(sys.argv[2])
+objs = [json.loads(line) for line in open(path, encoding='utf-8')]
+want_h = [(1, 2, n), (2, 4, 5 * n), (64, 128, 4 * n), (512, 1024, 5 * n)]
+hist = [o for o in objs if o['type'] == 'hist' and o['name'] == 'h']
+assert len(hist) == 1 and hist[0]['key'] == 'ktap_workload', hist
+got_h = [(b['min'], b['max'], b['count']) for b in hist[0]['buckets'] if b['count']]
+assert got_h == want_h, got_h
+assert len(hist[0]['buckets']) == 10, hist[0]['buckets']
+lin = [o for o in objs if o['type'] == 'hist' and o['name'] == 'l']
+assert lin[0]['key'] == 'ktap_workload, q"t', lin
+assert lin[0]['buckets'][0] == {'min': 0, 'max': 10, 'count': 6 * n}, lin
+assert lin[0]['buckets'][-1] == {'min': 100, 'max': None, 'count': 9 * n}, lin
+st = [o for o in objs if o['type'] == 'stats']
+assert st == [{'type': 'stats', 'name': 's', 'key': 'ktap_workload',
+               'count': 15 * n, 'sum': 5414 * n, 'avg': 5414 * n // (15 * n),
+               'min': 1, 'max': 1000}], st
+lines = [o['data'] for o in objs if o['type'] == 'line']
+# \xff is not UTF-8: escaped as U+00FF; \xc3\xa9 is e-acute, kept
+assert lines == ['read 1000 "quoted"\ttab \u00ff\u00e9'] * (5 * n), lines[:2]
+print(len(objs), 'objects')
+EOF
+	prc=$?
+	if [ $rc = 0 ] && [ $prc = 0 ] && grep -q objects "$T/json.check"; then
+		ktap_test_pass "-f json: $(cat "$T/json.check") parsed, hist, lhist and stats exact"
+	else
+		sed 's/^/# /' "$T/json.check" | tail -5
+		head -5 "$T/json.out" | sed 's/^/# /'
+		ktap_test_fail "-f json: every line parses, numbers exact (rc $rc)"
+	fi
+else
+	ktap_test_skip "-f json: no python3"
+fi
+
+# 11. strings: sprintf, substr, strcmp, contains, join
+cat > "$T/str.kp" <<'EOF'
+var t = {}
+t[1] = "a"
+t[2] = 7
+t[3] = "c"
+print(sprintf("[%-6s|%5d|%05d|%x|%.3s|%+d]", "ab", 42, 42, 255, "abcdef", 3))
+print(substr("hello", 2, 3), substr("hello", -3), substr("hello", 4, 100), substr("hello", 9))
+print(strcmp("a", "b"), strcmp("b", "a"), strcmp("ab", "ab"), strcmp("ab", "abc"))
+print(contains("kworker/0:1", "work"), contains("a", "ab"), contains("abc", ""))
+print(join(t), join(t, ", "))
+var long = sprintf("%0255d%0255d%0255d%0255d%0255d%0255d%0255d%0255d%0255d", 1, 2, 3, 4, 5, 6, 7, 8, 9)
+print(len(long))
+EOF
+"$KTAP" -q "$T/str.kp" > "$T/str.out" 2>&1
+printf '%s\n' '[ab    |   42|00042|ff|abc|+3]' "ell	llo	lo	" '-1	1	0	-1' \
+	'true	false	true' 'a 7 c	a, 7, c' 2047 > "$T/str.want"
+golden str "sprintf, substr, strcmp, contains, join; sprintf truncates at 2,047 bytes"
+
+# 12. %p prints a hashed pointer, not the address
+"$KTAP" -q -e 'printf("%p\n", 0xffffffff81000000)' > "$T/p.out" 2>&1
+if [ -s "$T/p.out" ] && ! grep -qi 'ffffffff81000000' "$T/p.out"; then
+	ktap_test_pass "%p does not print the raw address: $(cat "$T/p.out")"
+else
+	ktap_test_fail "%p does not print the raw address: $(cat "$T/p.out")"
 fi
 
 ktap_finished
