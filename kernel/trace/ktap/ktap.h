@@ -163,6 +163,7 @@ struct ktap_vm_opts {
 	u32	insn_budget;
 	s32	target_pid;
 	bool	json;		/* KTAP_LOAD_F_JSON */
+	bool	raw_ptrs;	/* %p may print addresses (kptr_restrict) */
 };
 
 struct ktap_vm *ktap_vm_load(const void *image, size_t len,

@@ -511,6 +511,24 @@ static_assert(sizeof(struct ktap_stats) >= KTAP_STATS_SIZE_VER0);
 static_assert(offsetofend(struct ktap_stats, keys_dropped) ==
 	      KTAP_STATS_SIZE_VER1);
 
+/*
+ * Whether the loading task may see kernel addresses, as kptr_restrict
+ * decides for %pK: 0 hashes them, 1 shows them to CAP_SYSLOG, 2 to
+ * nobody. Asked of vsprintf at LOAD, in the loader's context; printf's
+ * %p in a handler runs in whatever task the probe interrupted.
+ */
+static bool ktap_may_see_pointers(void)
+{
+	char restricted[24], raw[24];
+	void *p = restricted;
+
+	snprintf(restricted, sizeof(restricted), "%pK", p);
+	/* how %pK prints an address it shows: zero-padded hex */
+	snprintf(raw, sizeof(raw), "%0*lx", (int)(2 * sizeof(p)),
+		 (unsigned long)p);
+	return !strcmp(restricted, raw);
+}
+
 /**
  * ktap_put_struct - write an output struct back to a caller of any size
  * @uarg: the caller's struct
@@ -713,6 +731,7 @@ static long ktap_ioc_load(struct ktap_session *sess, void __user *uarg)
 	opts.insn_budget = attr.insn_budget ?: KTAP_DEFAULT_BUDGET;
 	opts.target_pid = tgid >= 0 ? attr.pid : 0;
 	opts.json = attr.flags & KTAP_LOAD_F_JSON;
+	opts.raw_ptrs = ktap_may_see_pointers();
 	vm = ktap_vm_load(image, attr.image_len, &opts, &ktap_host_ops, sess,
 			  log, klog_size);
 	kvfree(image);

@@ -276,6 +276,7 @@ struct ktap_vm {
 	s32				target_pid;
 	u32				main_budget;
 	bool				json;		/* KTAP_LOAD_F_JSON */
+	bool				raw_ptrs;	/* see ktap_vm_opts */
 
 	atomic_t			halted;		/* exit() or error */
 	atomic_t			failed;		/* first error taken */

@@ -193,8 +193,11 @@ static int ktap_format_one(struct ktap_exec *x, struct seq_buf *s,
 			return 0;
 		}
 		if (conv == 'p') {
-			/* hashed as the kernel's %p: addresses do not leak */
-			seq_buf_printf(s, "%p", (void *)(unsigned long)v->i);
+			/* hashed as the kernel's %p, unless the loader may see addresses */
+			if (x->vm->raw_ptrs)
+				seq_buf_printf(s, "0x%llx", v->i);
+			else
+				seq_buf_printf(s, "%p", (void *)(unsigned long)v->i);
 			return 0;
 		}
 		spec[k++] = 'l';

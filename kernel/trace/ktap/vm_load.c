@@ -671,6 +671,7 @@ static int ktap_vm_alloc_runtime(struct ktap_loader *ld,
 	vm->main_budget = KTAP_MAIN_BUDGET;
 	vm->target_pid = opts ? opts->target_pid : 0;
 	vm->json = opts && opts->json;
+	vm->raw_ptrs = opts && opts->raw_ptrs;
 	if (ktap_pool_init(&vm->pool, mem) ||
 	    ktap_strset_init(&vm->strs, mem))
 		return ktap_reject(ld, KTAP_VERR_NOMEM, "pool");
