@@ -29,7 +29,7 @@ static const int kp_agg_nargs[] = { 0, 3, 0, 0 };
 
 struct kp_agglower {
 	struct kp_state	*S;
-	uint8_t		shadowed[4];	/* the script defines that name */
+	uint8_t		shadowed[ARRAY_SIZE(kp_agg_ctors)];	/* the script defines it */
 	const char	*names[KP_AGG_MAX];
 	int		nnames;
 	int		nprobes;	/* probes other than end handlers */
@@ -40,7 +40,7 @@ static int ctor_index(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(kp_agg_ctors) / sizeof(kp_agg_ctors[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(kp_agg_ctors); i++)
 		if (!strcmp(name, kp_agg_ctors[i]))
 			return (int)i;
 	return -1;
@@ -247,7 +247,7 @@ enum {
 struct kp_aggcheck {
 	struct kp_state	*S;
 	uint8_t		*gstore;	/* per global: KP_STORE_* seen */
-	int		ctor[4];	/* builtin ids of kp_agg_ctors */
+	int		ctor[ARRAY_SIZE(kp_agg_ctors)];	/* their builtin ids */
 };
 
 static uint8_t store_kind(const struct kp_aggcheck *C,
@@ -260,7 +260,7 @@ static uint8_t store_kind(const struct kp_aggcheck *C,
 	if (v->kind == KP_N_TABLE)
 		return KP_STORE_TABLE;
 	if (v->kind == KP_N_CALL && v->builtin >= 0)
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < ARRAY_SIZE(C->ctor); i++)
 			if (v->builtin == C->ctor[i])
 				return KP_STORE_AGG;
 	return KP_STORE_OTHER;
@@ -361,7 +361,7 @@ void kp_aggr_check(struct kp_state *S, struct kp_ast *ast)
 
 	if (!ast->main || !ast->main->body)
 		return;
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < ARRAY_SIZE(C.ctor); i++)
 		C.ctor[i] = kp_builtin_find(kp_agg_ctors[i]);
 	C.gstore = kp_alloc(&S->arena, KTAP_MAX_GLOBALS);
 	collect_stores(&C, ast->main->body);

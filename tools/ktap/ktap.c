@@ -228,11 +228,12 @@ static void json_string(FILE *f, const char *p, size_t n)
 
 	fputc('"', f);
 	for (i = 0; i < n; i++) {
+		k = s[i] >= 0x80 ? utf8_len(s + i, n - i) : 0;
 		if (s[i] == '"' || s[i] == '\\') {
 			fprintf(f, "\\%c", s[i]);
 		} else if (s[i] >= 0x20 && s[i] < 0x7f) {
 			fputc(s[i], f);
-		} else if (s[i] >= 0x80 && (k = utf8_len(s + i, n - i))) {
+		} else if (k) {
 			fwrite(s + i, 1, k, f);
 			i += k - 1;
 		} else {
@@ -484,7 +485,7 @@ static int looks_like_bpftrace(const char *src, size_t len)
 		if (bol && (c == ' ' || c == '\t'))
 			continue;
 		if (bol) {
-			for (k = 0; k < sizeof(heads) / sizeof(heads[0]); k++) {
+			for (k = 0; k < ARRAY_SIZE(heads); k++) {
 				size_t n = strlen(heads[k]);
 
 				if (len - i >= n && !memcmp(src + i, heads[k], n) &&
