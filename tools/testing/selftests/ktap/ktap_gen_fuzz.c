@@ -152,7 +152,7 @@ static const struct gen_opinfo opinfo[KTAP_OP__COUNT] = {
 	X(in_iowait,		0, 0, 0)					\
 	X(gettimeofday_ns,	0, 0, 0)					\
 	X(print_hist,		1, 2, 0)					\
-	X(ptable,		0, 0, GEN_BF_MAIN)				\
+	X(ptable,		0, 1, GEN_BF_MAIN)				\
 	X(count,		1, 1, 0)					\
 	X(sum,			1, 1, 0)					\
 	X(avg,			1, 1, 0)					\
@@ -170,7 +170,16 @@ static const struct gen_opinfo opinfo[KTAP_OP__COUNT] = {
 	X(tostring,		1, 1, 0)					\
 	X(tonumber,		1, 1, 0)					\
 	X(log2,			1, 1, 0)					\
-	X(print_log2hist,	1, 1, 0)
+	X(print_log2hist,	1, 1, 0)					\
+	X(hist,			0, 1, GEN_BF_MAIN)				\
+	X(lhist,		3, 4, GEN_BF_MAIN)				\
+	X(stats,		0, 1, GEN_BF_MAIN)				\
+	X(clear,		1, 1, 0)					\
+	X(sprintf,		1, GEN_MAX_ARGS, 0)				\
+	X(substr,		2, 3, 0)					\
+	X(strcmp,		2, 2, 0)					\
+	X(contains,		2, 2, 0)					\
+	X(join,			1, 2, 0)
 
 #define GEN_BI_ENUM(bi, lo, hi, fl)	BI_##bi,
 enum { GEN_BUILTINS(GEN_BI_ENUM) BI__COUNT };
@@ -785,15 +794,16 @@ static uint8_t builtin_type(uint32_t id)
 	switch (id) {
 	case BI_pairs: case BI_sort_pairs:
 		return TY_ITER;
-	case BI_ptable:
+	case BI_ptable: case BI_hist: case BI_lhist: case BI_stats:
 		return TY_PTAB;
 	case BI_len: case BI_table_count: case BI_cpu:
 	case BI_pid: case BI_tid: case BI_uid:
 	case BI_num_cpus: case BI_gettimeofday_ns:
-	case BI_log2:
+	case BI_log2: case BI_strcmp:
 		return TY_INT;
 	case BI_execname: case BI_arch: case BI_kernel_v:
 	case BI_tostring: case BI_probename: case BI_argstr:
+	case BI_sprintf: case BI_substr: case BI_join:
 		return TY_STR;
 	default:
 		return TY_ANY;
