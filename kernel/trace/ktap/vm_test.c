@@ -2935,7 +2935,7 @@ static const struct printf_case printf_cases[] = {
 	{ "%x %X", 255, NULL, "ff FF" },
 	{ "%08x", 0xbeef, NULL, "0000beef" },
 	{ "%c%c", 'k', NULL, "kk" },
-	{ "%p", 0x1000, NULL, "0x1000" },
+	{ "%p", 0x1000, NULL, NULL },	/* as the kernel's %p prints it */
 	{ "100%%", 0, NULL, "100%" },
 	{ "%lld %ld", 9, NULL, "9 9" },
 	{ "[%s]", 0, "str", "[str]" },
@@ -2973,6 +2973,13 @@ static void t_printf(struct kunit *test)
 	}
 	tb_emit(tb, I(CALLB, 0, 1 + n, tb_builtin(tb, "printf")));
 	tb_emit(tb, I(RETURN, 0, 0, 0));
+	if (!c->out) {
+		char hashed[32];
+
+		snprintf(hashed, sizeof(hashed), "%p", (void *)(unsigned long)c->arg);
+		KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL), hashed);
+		return;
+	}
 	KUNIT_EXPECT_STREQ(test, t_run(test, tb, NULL), c->out);
 }
 
