@@ -1043,23 +1043,21 @@ static int ktap_print_agg(struct ktap_exec *x, struct ktap_ptable *pt,
 	}
 	x->ctx->out_ev = NULL;
 	for (r = 0; r < it->n && r < rows; r++) {
+		if (bucket) {
+			err = ktap_ptable_buckets(x, pt, &it->e[r].key, bucket);
+			if (err)
+				return err == -EINVAL ? err : ktap_obj_error(x, err);
+		}
+		if (x->vm->json) {
+			ktap_json_agg_key(x, pt, &it->e[r], bucket);
+			continue;
+		}
 		seq_buf_init(&key, x->ctx->tmp, sizeof(x->ctx->tmp) - 1);
 		err = ktap_tostring(x, &it->e[r].key, &key);
 		if (err)
 			return err;
 		x->ctx->tmp[seq_buf_used(&key)] = '\0';
 		st = it->e[r].val.p;
-		if (x->vm->json) {
-			if (bucket) {
-				err = ktap_ptable_buckets(x, pt, &it->e[r].key,
-							  bucket);
-				if (err)
-					return err == -EINVAL ? err :
-					       ktap_obj_error(x, err);
-			}
-			ktap_json_agg_key(x, pt, &it->e[r], bucket);
-			continue;
-		}
 		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
 		if (!bucket) {
 			seq_buf_printf(&s,
@@ -1072,9 +1070,6 @@ static int ktap_print_agg(struct ktap_exec *x, struct ktap_ptable *pt,
 		}
 		seq_buf_printf(&s, "%s[%s]:\n", label, x->ctx->tmp);
 		ktap_flush(x, &s, '\n');
-		err = ktap_ptable_buckets(x, pt, &it->e[r].key, bucket);
-		if (err)
-			return err == -EINVAL ? err : ktap_obj_error(x, err);
 		ktap_agg_chart(x, pt, bucket);
 		seq_buf_init(&s, x->ctx->out, sizeof(x->ctx->out));
 		seq_buf_putc(&s, '\n');
