@@ -651,16 +651,37 @@ struct ktap_tp_slots {
  * @ev: what the VM sees
  * @call: the ftrace event
  * @slots: the image's fields resolved in @call, or NULL
- * @rec: the raw record (struct trace_entry first)
+ * @tp: the tracepoint that fired, or NULL (a dynamic event)
+ * @rec: the raw record (struct trace_entry first); see @sc_lazy
  * @size: bytes at @rec
+ * @sc_kind: the syscall event @call is, when the syscall fast path
+ *	     fired it (KTAP_SC_NONE: look it up)
+ * @sc_lazy: @rec is not built yet (ktap_tp_rec() builds it)
+ * @sc_nr: the syscall number, for building @rec
+ * @sc_ret: the return value, for building a sys_exit record
  */
 struct ktap_tp_event {
 	struct ktap_event		ev;
 	struct trace_event_call		*call;
 	const struct ktap_tp_slots	*slots;
+	struct tracepoint		*tp;
 	void				*rec;
 	u32				size;
+	u8				sc_kind;
+	bool				sc_lazy;
+	long				sc_nr;
+	long				sc_ret;
 };
+
+static void ktap_sc_build(struct ktap_tp_event *tev);
+
+/* The record of @tev, built first if the syscall fast path left it out. */
+static inline void *ktap_tp_rec(struct ktap_tp_event *tev)
+{
+	if (unlikely(tev->sc_lazy))
+		ktap_sc_build(tev);
+	return tev->rec;
+}
 
 /**
  * struct ktap_tp_ctx - overflow handler context of one event's counters
@@ -749,10 +770,11 @@ static enum ktap_sc_kind ktap_sc_call_kind(struct trace_event_call *call)
 /* As ktap_sc_call_kind(), for a record big enough to read as such. */
 static enum ktap_sc_kind ktap_sc_kind(struct ktap_tp_event *tev)
 {
-	enum ktap_sc_kind kind = ktap_sc_call_kind(tev->call);
+	enum ktap_sc_kind kind = tev->sc_kind ?: ktap_sc_call_kind(tev->call);
 	struct syscall_metadata *meta;
 	size_t need;
 
+	ktap_tp_rec(tev);
 	switch (kind) {
 	case KTAP_SC_ENTER:
 		meta = tev->call->data;
@@ -865,10 +887,11 @@ static int ktap_sc_field(struct ktap_tp_event *tev, const char *name, u32 len,
 static int ktap_common_field(struct ktap_tp_event *tev, const char *name,
 			     u32 len, struct ktap_value *out)
 {
-	struct trace_entry *ent = tev->rec;
+	struct trace_entry *ent;
 
 	if (len < 7 || memcmp(name, "common_", 7))
 		return -ENOENT;
+	ent = ktap_tp_rec(tev);
 	if (ktap_name_is(name, len, "common_pid"))
 		ktap_value_int(out, ent->pid);
 	else if (ktap_name_is(name, len, "common_type"))
@@ -887,7 +910,7 @@ static int ktap_field_value(struct ktap_vm *vm, struct ktap_tp_event *tev,
 			    struct ftrace_event_field *f,
 			    struct ktap_value *out)
 {
-	const char *rec = tev->rec;
+	const char *rec = ktap_tp_rec(tev);
 	const char *p = rec + f->offset;
 	u32 loc, off, len;
 
@@ -961,6 +984,70 @@ static int ktap_tp_field(struct ktap_vm *vm, struct ktap_event *ev,
 }
 
 /*
+ * A field of a syscall event whose record the fast path left unbuilt:
+ * its number, an argument or the return value comes straight from what
+ * the probe saw, as ktap_field_value() would decode it from the record.
+ * False for any other field (the record is then built).
+ */
+static bool ktap_sc_field_direct(struct ktap_tp_event *tev,
+				 const struct ftrace_event_field *f,
+				 struct ktap_value *out)
+{
+	unsigned long args[6];
+	struct syscall_metadata *meta;
+	int off = f->offset, i;
+
+	switch (tev->sc_kind) {
+	case KTAP_SC_RAW_ENTER:
+		if (off != offsetof(struct ktap_raw_sys_enter, id) ||
+		    f->size != sizeof(long))
+			return false;
+		ktap_value_int(out, tev->sc_nr);
+		return true;
+	case KTAP_SC_RAW_EXIT:
+		if (f->size != sizeof(long))
+			return false;
+		if (off == offsetof(struct ktap_raw_sys_exit, id))
+			ktap_value_int(out, tev->sc_nr);
+		else if (off == offsetof(struct ktap_raw_sys_exit, ret))
+			ktap_value_int(out, tev->sc_ret);
+		else
+			return false;
+		return true;
+	case KTAP_SC_EXIT:
+		if (off == offsetof(struct syscall_trace_exit, nr) &&
+		    f->size == sizeof(int))
+			ktap_value_int(out, (int)tev->sc_nr);
+		else if (off == offsetof(struct syscall_trace_exit, ret) &&
+			 f->size == sizeof(long))
+			ktap_value_int(out, tev->sc_ret);
+		else
+			return false;
+		return true;
+	case KTAP_SC_ENTER:
+		if (off == offsetof(struct syscall_trace_enter, nr)) {
+			if (f->size != sizeof(int))
+				return false;
+			ktap_value_int(out, (int)tev->sc_nr);
+			return true;
+		}
+		meta = tev->call->data;
+		off -= offsetof(struct syscall_trace_enter, args);
+		if (off < 0 || off % (int)sizeof(long) ||
+		    f->size != sizeof(long))
+			return false;
+		i = off / (int)sizeof(long);
+		if (i >= meta->nb_args)
+			return false;
+		syscall_get_arguments(current, tev->ev.regs, args);
+		ktap_value_int(out, (s64)args[i]);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * EVFIELD: entry @idx of the image's fields section, as looked up in
  * this event's format at attach; -ENOENT sends the VM to ktap_tp_field().
  */
@@ -976,7 +1063,43 @@ static int ktap_tp_field_at(struct ktap_vm *vm, struct ktap_event *ev,
 	f = s->f[idx];
 	if (!f)
 		return -ENOENT;
+	if (tev->sc_lazy && ktap_sc_field_direct(tev, f, out))
+		return 0;
 	return ktap_field_value(vm, tev, f, out);
+}
+
+/* ktap_tp_arg() of a syscall event the fast path left unbuilt */
+static bool ktap_sc_arg_direct(struct ktap_tp_event *tev, int n,
+			       struct ktap_value *out)
+{
+	unsigned long args[6];
+	struct syscall_metadata *meta;
+	int nargs = ARRAY_SIZE(args);
+
+	if (n == 0) {
+		ktap_value_int(out, tev->sc_nr);
+		return true;
+	}
+	switch (tev->sc_kind) {
+	case KTAP_SC_ENTER:
+		meta = tev->call->data;
+		nargs = meta->nb_args;
+		fallthrough;
+	case KTAP_SC_RAW_ENTER:
+		if (n > nargs)
+			return false;
+		syscall_get_arguments(current, tev->ev.regs, args);
+		ktap_value_int(out, (s64)args[n - 1]);
+		return true;
+	case KTAP_SC_EXIT:
+	case KTAP_SC_RAW_EXIT:
+		if (n != 1)
+			return false;
+		ktap_value_int(out, tev->sc_ret);
+		return true;
+	default:
+		return false;
+	}
 }
 
 /*
@@ -996,6 +1119,8 @@ static int ktap_tp_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 
 	if (n < 0)
 		return -ENOENT;
+	if (tev->sc_lazy && ktap_sc_arg_direct(tev, n, out))
+		return 0;
 	if (ktap_sc_view(tev, &enter, &nr, &args, &nargs, &ret)) {
 		if (n == 0)
 			ktap_value_int(out, nr);
@@ -1060,7 +1185,7 @@ static int ktap_tp_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 	trace_seq_init(&iter->seq);
 	trace_seq_init(&iter->tmp_seq);
 	iter->tr = NULL;
-	iter->ent = tev->rec;
+	iter->ent = ktap_tp_rec(tev);
 	iter->ent_size = tev->size;
 	iter->cpu = smp_processor_id();
 	te->funcs->trace(iter, 0, te);
@@ -1075,8 +1200,18 @@ static void ktap_tp_record(struct ktap_event *ev, const void **rec, u32 *size)
 {
 	struct ktap_tp_event *tev = container_of(ev, struct ktap_tp_event, ev);
 
-	*rec = tev->rec;
+	*rec = ktap_tp_rec(tev);
 	*size = tev->size;
+}
+
+/* The tracepoint's caller is one frame further when it iterated. */
+static unsigned int ktap_tp_stack(struct ktap_event *ev, unsigned long *store,
+				  unsigned int size, bool user)
+{
+	struct ktap_tp_event *tev = container_of(ev, struct ktap_tp_event, ev);
+
+	ev->iterated = tev->tp && ktap_tp_iterated(tev->tp);
+	return ktap_event_stack(ev, store, size, user);
 }
 
 static const struct ktap_event_ops ktap_tp_ops = {
@@ -1086,7 +1221,7 @@ static const struct ktap_event_ops ktap_tp_ops = {
 	.record		= ktap_tp_record,
 	.arg		= ktap_tp_arg,
 	.set_retval	= ktap_no_set_retval,
-	.stack		= ktap_event_stack,
+	.stack		= ktap_tp_stack,
 };
 
 /*
@@ -1137,29 +1272,75 @@ union ktap_sc_rec {
 					       6 * sizeof(long)) / sizeof(long) + 1];
 };
 
-static void ktap_sc_entry(struct trace_entry *ent, struct trace_event_call *call)
+/*
+ * Most handlers never read the record, so the fast path leaves it out
+ * and ktap_sc_build() makes it on first use, in this CPU's buffer.
+ * Only the handler run that ktap's recursion guard admitted on this CPU
+ * (one at a time, NMI included) calls the event's ops, so the buffer
+ * has one user at a time.
+ */
+static DEFINE_PER_CPU(union ktap_sc_rec, ktap_sc_recs);
+
+static noinline void ktap_sc_build(struct ktap_tp_event *tev)
 {
-	ent->type = call->event.type;
-	ent->flags = 0;
-	ent->preempt_count = preempt_count() & 0xff;
-	ent->pid = current->pid;
+	union ktap_sc_rec *rec = this_cpu_ptr(&ktap_sc_recs);
+	struct syscall_metadata *meta;
+	struct pt_regs *regs = tev->ev.regs;
+	u32 size = 0;
+
+	/* no stale bytes in padding (after nr): print(e) stores the record */
+	memset(rec, 0, sizeof(struct syscall_trace_enter));
+	switch (tev->sc_kind) {
+	case KTAP_SC_RAW_ENTER:
+		rec->raw_enter.id = tev->sc_nr;
+		syscall_get_arguments(current, regs, rec->raw_enter.args);
+		size = sizeof(rec->raw_enter);
+		break;
+	case KTAP_SC_ENTER:
+		meta = tev->call->data;
+		rec->enter.nr = tev->sc_nr;
+		syscall_get_arguments(current, regs, rec->enter.args);
+		size = sizeof(rec->enter) + meta->nb_args * sizeof(long);
+		break;
+	case KTAP_SC_RAW_EXIT:
+		rec->raw_exit.id = tev->sc_nr;
+		rec->raw_exit.ret = tev->sc_ret;
+		size = sizeof(rec->raw_exit);
+		break;
+	case KTAP_SC_EXIT:
+		rec->exit.nr = tev->sc_nr;
+		rec->exit.ret = tev->sc_ret;
+		size = sizeof(rec->exit);
+		break;
+	}
+	rec->enter.ent.type = tev->call->event.type;
+	rec->enter.ent.flags = 0;
+	rec->enter.ent.preempt_count = preempt_count() & 0xff;
+	rec->enter.ent.pid = current->pid;
+	tev->rec = rec;
+	tev->size = size;
+	tev->sc_lazy = false;
 }
 
-static void ktap_sc_fire(struct ktap_sc *sc, struct trace_event_call *call,
-			 const struct ktap_tp_slots *slots,
-			 union ktap_sc_rec *rec, u32 size, struct pt_regs *regs,
-			 struct tracepoint *tp, unsigned long caller)
+static __always_inline void ktap_sc_fire(struct ktap_sc *sc,
+					 struct trace_event_call *call,
+					 const struct ktap_tp_slots *slots,
+					 enum ktap_sc_kind kind, long nr,
+					 long ret, struct pt_regs *regs,
+					 struct tracepoint *tp,
+					 unsigned long caller)
 {
 	struct ktap_tp_event tev = {
-		.ev = { .ops = &ktap_tp_ops, .regs = regs, .caller = caller,
-			.iterated = ktap_tp_iterated(tp) },
+		.ev = { .ops = &ktap_tp_ops, .regs = regs, .caller = caller },
 		.call = call,
 		.slots = slots,
-		.rec = rec,
-		.size = size,
+		.tp = tp,
+		.sc_kind = kind,
+		.sc_lazy = true,
+		.sc_nr = nr,
+		.sc_ret = ret,
 	};
 
-	ktap_sc_entry(&rec->enter.ent, call);
 	tev.ev.name = trace_event_name(call) ?: "";
 	ktap_handler_fire(sc->h, &tev.ev);
 }
@@ -1176,50 +1357,35 @@ static bool ktap_sc_compat(struct pt_regs *regs)
 static void ktap_sc_enter_probe(void *data, struct pt_regs *regs, long id)
 {
 	struct ktap_sc *sc = data;
-	struct syscall_metadata *meta;
-	union ktap_sc_rec rec;
 
 	if (id < 0 || id >= NR_syscalls || ktap_sc_compat(regs))
 		return;
-	if (sc->raw_enter) {
-		rec.raw_enter.id = id;
-		syscall_get_arguments(current, regs, rec.raw_enter.args);
-		ktap_sc_fire(sc, sc->raw_enter, sc->raw_enter_slots, &rec,
-			     sizeof(rec.raw_enter), regs,
+	if (sc->raw_enter)
+		ktap_sc_fire(sc, sc->raw_enter, sc->raw_enter_slots,
+			     KTAP_SC_RAW_ENTER, id, 0, regs, ktap_tp_sys_enter,
+			     _RET_IP_);
+	if (test_bit(id, sc->enter))
+		ktap_sc_fire(sc, sc->meta[id]->enter_event,
+			     sc->enter_slots[id], KTAP_SC_ENTER, id, 0, regs,
 			     ktap_tp_sys_enter, _RET_IP_);
-	}
-	if (!test_bit(id, sc->enter))
-		return;
-	meta = sc->meta[id];
-	rec.enter.nr = id;
-	syscall_get_arguments(current, regs, rec.enter.args);
-	ktap_sc_fire(sc, meta->enter_event, sc->enter_slots[id], &rec,
-		     sizeof(rec.enter) + meta->nb_args * sizeof(long), regs,
-		     ktap_tp_sys_enter, _RET_IP_);
 }
 
 static void ktap_sc_exit_probe(void *data, struct pt_regs *regs, long ret)
 {
 	struct ktap_sc *sc = data;
-	union ktap_sc_rec rec;
 	long nr;
 
 	nr = syscall_get_nr(current, regs);
 	if (nr < 0 || nr >= NR_syscalls || ktap_sc_compat(regs))
 		return;
-	if (sc->raw_exit) {
-		rec.raw_exit.id = nr;
-		rec.raw_exit.ret = ret;
-		ktap_sc_fire(sc, sc->raw_exit, sc->raw_exit_slots, &rec,
-			     sizeof(rec.raw_exit), regs,
-			     ktap_tp_sys_exit, _RET_IP_);
-	}
-	if (!test_bit(nr, sc->exit))
-		return;
-	rec.exit.nr = nr;
-	rec.exit.ret = ret;
-	ktap_sc_fire(sc, sc->meta[nr]->exit_event, sc->exit_slots[nr], &rec,
-		     sizeof(rec.exit), regs, ktap_tp_sys_exit, _RET_IP_);
+	if (sc->raw_exit)
+		ktap_sc_fire(sc, sc->raw_exit, sc->raw_exit_slots,
+			     KTAP_SC_RAW_EXIT, nr, ret, regs, ktap_tp_sys_exit,
+			     _RET_IP_);
+	if (test_bit(nr, sc->exit))
+		ktap_sc_fire(sc, sc->meta[nr]->exit_event, sc->exit_slots[nr],
+			     KTAP_SC_EXIT, nr, ret, regs, ktap_tp_sys_exit,
+			     _RET_IP_);
 }
 
 /*
@@ -1301,11 +1467,10 @@ static void ktap_tp_overflow(struct perf_event *event,
 {
 	struct ktap_tp_ctx *ctx = event->overflow_handler_context;
 	struct trace_event_call *call = event->tp_event;
-	struct ktap_tp_event tev;
+	struct ktap_tp_event tev = { .call = call };
 
 	if (!(data->sample_flags & PERF_SAMPLE_RAW) || !data->raw || !call)
 		return;
-	tev.call = call;
 	/* Pairs with smp_store_release() in ktap_tp_attach_perf(). */
 	tev.slots = smp_load_acquire(&ctx->slots);
 	tev.rec = data->raw->frag.data;
@@ -1322,7 +1487,7 @@ static void ktap_tp_overflow(struct perf_event *event,
 	 */
 	if (call->flags & TRACE_EVENT_FL_TRACEPOINT) {
 		tev.ev.caller = instruction_pointer(regs);
-		tev.ev.iterated = ktap_tp_iterated(call->tp);
+		tev.tp = call->tp;
 	}
 	ktap_handler_fire(ctx->h, &tev.ev);
 }

@@ -111,7 +111,8 @@ struct ktap_event_ops {
  *	    tracepoint, or one frame further when @iterated. 0 for other
  *	    kinds, whose kernel stack starts at @regs.
  * @iterated: the tracepoint called its probes through its iterator
- *	      (several probes), not straight through its static call
+ *	      (several probes), not straight through its static call;
+ *	      worked out by the @stack op when a stack is asked for
  *
  * Lives on the firing probe's stack for the duration of one handler run;
  * the tracing side embeds it in its own per-kind context.
