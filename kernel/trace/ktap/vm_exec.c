@@ -210,8 +210,8 @@ static struct ktap_upval *ktap_capture(struct ktap_exec *x,
 	return uv;
 }
 
-/* Close the open upvalues pointing at or above @base. */
-static void ktap_close_upvals(struct ktap_exec *x, struct ktap_value *base)
+static noinline void __ktap_close_upvals(struct ktap_exec *x,
+					 struct ktap_value *base)
 {
 	struct ktap_upval *uv;
 
@@ -223,6 +223,18 @@ static void ktap_close_upvals(struct ktap_exec *x, struct ktap_value *base)
 			ktap_set_nil(&uv->closed);
 		uv->v = &uv->closed;
 	}
+}
+
+/*
+ * Close the open upvalues pointing at or above @base. Only the main
+ * chunk leaves upvalues open (a handler's closures copy at creation),
+ * so a handler's return pays one test.
+ */
+static __always_inline void ktap_close_upvals(struct ktap_exec *x,
+					      struct ktap_value *base)
+{
+	if (unlikely(x->open))
+		__ktap_close_upvals(x, base);
 }
 
 /**
@@ -359,21 +371,22 @@ static noinline int ktap_evfield(struct ktap_exec *x, u32 idx,
 				 struct ktap_value *out)
 {
 	struct ktap_event *ev = x->ev;
-	const char *name = x->vm->strtab + x->vm->fields[idx].name;
-	int err;
+	const char *name;
+	int err = -ENOENT;
 
-	if (unlikely(!ev))
-		return ktap_rt_error(x, "event field '%s' read outside a handler",
-				     name);
-	if (ev->ops && ev->ops->field_at) {
+	if (likely(ev && ev->ops && ev->ops->field_at)) {
 		ktap_set_nil(out);
 		err = ev->ops->field_at(x->vm, ev, idx, out);
-		if (!err)
+		if (likely(!err))
 			return 0;
-		if (err != -ENOENT)
-			return ktap_rt_error(x, "cannot read event field '%s' (%d)",
-					     name, err);
 	}
+	name = x->vm->strtab + x->vm->fields[idx].name;
+	if (!ev)
+		return ktap_rt_error(x, "event field '%s' read outside a handler",
+				     name);
+	if (err != -ENOENT)
+		return ktap_rt_error(x, "cannot read event field '%s' (%d)",
+				     name, err);
 	return ktap_event_field(x, ev, name, strlen(name), out);
 }
 
@@ -738,10 +751,10 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 				     KTAP_MAX_CALL_DEPTH);
 	if (unlikely(base + p->nregs > stack_end))
 		return ktap_rt_error(x, "stack overflow");
-	for (j = 0; j < p->nregs; j++)
-		ktap_set_nil(&base[j]);
 	for (j = 0; j < p->nparams && j < nargs; j++)
 		base[j] = args[j];
+	for (; j < p->nregs; j++)
+		ktap_set_nil(&base[j]);
 	budget -= p->ncode;
 	if (unlikely(budget < check))
 		goto tick;
@@ -1247,10 +1260,12 @@ int ktap_vm_run_main(struct ktap_vm *vm)
  */
 #define KTAP_BUSY_SLACK_NS	(10 * NSEC_PER_MSEC)
 
-static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
-		     struct ktap_event *ev, s64 *budget, bool end)
+static __always_inline int ktap_fire(struct ktap_vm *vm,
+				     struct ktap_closure *fn,
+				     struct ktap_event *ev, s64 *budget,
+				     bool end)
 {
-	struct ktap_value arg;
+	struct ktap_value arg = { .type = KTAP_TEVENT, .p = ev };
 	struct ktap_exec x = { .vm = vm, .ev = ev };
 	bool charged = !end && !in_task();
 	u64 t0 = 0, t1;
@@ -1275,8 +1290,6 @@ static int ktap_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 	/* the previous firing's short-lived objects are dead: reuse them */
 	x.ctx->temp_used = 0;
 	x.transient = !end;
-	if (ev)
-		ktap_set_obj(&arg, KTAP_TEVENT, ev);
 	x.budget = *budget;
 	err = ktap_execute(&x, fn, &arg, ev ? 1 : 0, NULL);
 	if (err < 0)
