@@ -218,7 +218,8 @@ struct ktap_ctx {
 	struct ktap_value	stack[KTAP_STACK_SLOTS];
 	u64			hits;
 	u64			busy_until;	/* see ktap_vm_fire() */
-	struct ktap_str		*comm;		/* execname() cache */
+	struct ktap_str		*comm;		/* execname() cache ... */
+	u64			comm_raw[2];	/* ... for these comm bytes */
 	size_t			temp_used;	/* bytes of the temp arena */
 	char			out[KTAP_OUT_SIZE];	/* print/printf record */
 	struct ktap_event	*out_ev;	/* event printed in @out ... */

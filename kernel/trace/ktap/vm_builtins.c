@@ -22,6 +22,7 @@
 #include <linux/sort.h>
 #include <linux/stacktrace.h>
 #include <linux/uaccess.h>
+#include <linux/unaligned.h>
 #include <linux/utsname.h>
 #include "vm.h"
 
@@ -660,21 +661,34 @@ static int ktap_bi_uid(struct ktap_exec *x, struct ktap_value *ret,
 
 /*
  * execname is interned: the set of names is small and it keys tables.
- * The last name seen on this CPU is cached, which saves hashing it.
+ * The last name seen on this CPU is cached with the 16 bytes of comm it
+ * came from: comparing those two words is all a hit costs (no strnlen,
+ * no hash). A comm being renamed meanwhile at worst misses the cache.
  */
 static int ktap_bi_execname(struct ktap_exec *x, struct ktap_value *ret,
 			    struct ktap_value *args, u32 nargs)
 {
 	const char *comm = current->comm;
-	size_t len = strnlen(comm, TASK_COMM_LEN);
-	struct ktap_str *s = x->ctx->comm;
+	struct ktap_ctx *ctx = x->ctx;
+	u64 w0, w1;
+	size_t len;
+	struct ktap_str *s;
 
-	if (!s || s->len != len || memcmp(s->data, comm, len)) {
-		s = ktap_str_intern(x->vm, comm, len);
-		if (!s)
-			return ktap_ret_str(x, ret, comm, len);
-		x->ctx->comm = s;
+	BUILD_BUG_ON(sizeof(current->comm) != sizeof(ctx->comm_raw));
+	w0 = get_unaligned((const u64 *)comm);
+	w1 = get_unaligned((const u64 *)comm + 1);
+	s = ctx->comm;
+	if (likely(s && ctx->comm_raw[0] == w0 && ctx->comm_raw[1] == w1)) {
+		ktap_set_obj(ret, KTAP_TSTR, s);
+		return 0;
 	}
+	len = strnlen(comm, TASK_COMM_LEN);
+	s = ktap_str_intern(x->vm, comm, len);
+	if (!s)
+		return ktap_ret_str(x, ret, comm, len);
+	ctx->comm = s;
+	ctx->comm_raw[0] = w0;
+	ctx->comm_raw[1] = w1;
 	ktap_set_obj(ret, KTAP_TSTR, s);
 	return 0;
 }
