@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 32
+ktap_set_plan 33
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -857,6 +857,57 @@ else
 	ktap_print_msg "rc $rc, n '$n', kept '$kept', dropped '$dropped'"
 	sed 's/^/# /' "$T/of.out" "$T/of.err" | head -10
 	ktap_test_fail "a full session drops new keys and goes on"
+fi
+
+
+# 33. syscall events: the fast path builds a record only when the handler
+# needs it (e.common_pid, e.tostring()); a field or argN read before that
+# comes from the registers and must equal the same read afterwards
+cat > "$T/scvals.kp" <<'EOF'
+trace syscalls:sys_enter_write /count == 7/ {
+	var f = e.fd
+	var c = e.count
+	var a1 = arg1
+	var a3 = arg3
+	var n = arg0
+	var p = e.common_pid
+	printf("enter %d %d %d %d %d|%d %d %d %d %d|%d\n", f, c, a1, a3, n,
+	       e.fd, e.count, arg1, arg3, arg0, p - tid)
+}
+trace syscalls:sys_exit_write /ret == 7/ {
+	var r = e.ret
+	var n = e.__syscall_nr
+	var a1 = arg1
+	var p = e.common_pid
+	printf("exit %d %d %d|%d %d %d|%d\n", r, n, a1, e.ret, e.__syscall_nr, arg1, p - tid)
+}
+trace raw_syscalls:sys_enter /id == 1 && arg3 == 7/ {
+	var i = e.id
+	var a1 = arg1
+	var p = e.common_pid
+	printf("raw_enter %d %d|%d %d|%d\n", i, a1, e.id, arg1, p - tid)
+}
+trace raw_syscalls:sys_exit /id == 1 && ret == 7/ {
+	var r = e.ret
+	var i = e.id
+	var a1 = arg1
+	var p = e.common_pid
+	printf("raw_exit %d %d %d|%d %d %d|%d\n", r, i, a1, e.ret, e.id, arg1, p - tid)
+}
+EOF
+timeout 60 "$KTAP" -q "$T/scvals.kp" -- sh -c 'printf 1234567 > /dev/null' \
+	> "$T/scvals.out" 2>&1
+rc=$?
+want='enter 1 7 1 7 1|1 7 1 7 1|0
+exit 7 1 7|7 1 7|0
+raw_enter 1 1|1 1|0
+raw_exit 7 1 7|7 1 7|0'
+if [ $rc = 0 ] && [ "$(sort "$T/scvals.out")" = "$want" ]; then
+	ktap_test_pass "syscall fields and argN read before and after the record is built agree"
+else
+	ktap_print_msg "rc $rc"
+	sed 's/^/# /' "$T/scvals.out" | head -10
+	ktap_test_fail "syscall fields and argN read before and after the record is built agree"
 fi
 
 ktap_finished
