@@ -10,6 +10,8 @@
 #   make tools                       build tools/ktap (standalone)
 #   make series                      regenerate series/ from harness/series.plan
 #   make bench                       the benchmark (harness/bench)
+#   make bench-check                 quick icount run; fails on a row >5% worse
+#                                    than harness/bench-baseline
 #   make fuzz [FUZZ_COUNT=100000]    generated-image fuzzer, debug kernel (harness/fuzz)
 #   make clean | distclean
 #
@@ -29,12 +31,12 @@ SHELL := /bin/bash
 H := harness
 
 .PHONY: all help deps prepare kernel kernel-debug tools vm vm-debug run check \
-	series bench fuzz clean distclean
+	series bench bench-check fuzz clean distclean
 
 all: help
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,19p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(H)/install-deps
@@ -74,6 +76,9 @@ series:
 
 bench: deps
 	@$(H)/bench
+
+bench-check: deps
+	@$(H)/bench --check
 
 fuzz: deps
 	@$(H)/fuzz

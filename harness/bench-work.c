@@ -3,6 +3,7 @@
  * bench-work: the syscall-heavy workload of harness/bench.
  *
  *   bench-work getppid|read CALLS [PROCS]
+ *   bench-work nr getppid          prints getppid's syscall number
  *
  * Forks PROCS workers (default 1), worker i pinned to CPU i, releases
  * them together and times, with CLOCK_MONOTONIC, the span from the
@@ -63,6 +64,10 @@ int main(int argc, char **argv)
 	long calls;
 	char c;
 
+	if (argc == 3 && !strcmp(argv[1], "nr") && !strcmp(argv[2], "getppid")) {
+		printf("%d\n", SYS_getppid);
+		return 0;
+	}
 	if (argc < 3 || (strcmp(argv[1], "getppid") && strcmp(argv[1], "read"))) {
 		fprintf(stderr, "usage: bench-work getppid|read CALLS [PROCS]\n");
 		return 2;
