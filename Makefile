@@ -12,6 +12,8 @@
 #   make bench                       the benchmark (harness/bench)
 #   make bench-check                 quick icount run; fails on a row >5% worse
 #                                    than harness/bench-baseline
+#   make profile E='one-liner'       guest instructions per event, by kernel
+#                                    function (harness/profile)
 #   make fuzz [FUZZ_COUNT=100000]    generated-image fuzzer, debug kernel (harness/fuzz)
 #   make clean | distclean
 #
@@ -31,12 +33,12 @@ SHELL := /bin/bash
 H := harness
 
 .PHONY: all help deps prepare kernel kernel-debug tools vm vm-debug run check \
-	series bench bench-check fuzz clean distclean
+	series bench bench-check profile fuzz clean distclean
 
 all: help
 
 help:
-	@sed -n '3,19p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,21p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(H)/install-deps
@@ -79,6 +81,9 @@ bench: deps
 
 bench-check: deps
 	@$(H)/bench --check
+
+profile: deps
+	@$(H)/profile "$$E"
 
 fuzz: deps
 	@$(H)/fuzz
