@@ -2638,9 +2638,18 @@ struct slot {
 	char		msg[256];	/* rejection log or first runtime error */
 };
 
+/*
+ * The child's alarm interrupts a main chunk that runs too long. When it
+ * goes off while START attaches the probes instead, START fails with
+ * EINTR by design (a long attach lets Ctrl-C through): a rejection at
+ * START, not a fault.
+ */
+static volatile sig_atomic_t alarm_fired;
+
 static void on_alarm(int sig)
 {
 	(void)sig;
+	alarm_fired = 1;
 }
 
 static void set_alarm(uint32_t ms)
@@ -2798,7 +2807,9 @@ child(const struct gen *g, const void *img, size_t len, struct slot *res)
 	close(fd);
 	res->stage = ST_DONE;
 	if (r)
-		res->outcome = start_errno_ok(res->err) ? OUT_REJ_START : OUT_BAD;
+		res->outcome = start_errno_ok(res->err) ||
+			       (res->err == EINTR && alarm_fired) ?
+			       OUT_REJ_START : OUT_BAD;
 	else
 		res->outcome = OUT_RAN;
 	if (res->outcome == OUT_BAD)
