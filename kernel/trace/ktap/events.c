@@ -633,6 +633,9 @@ void ktap_events_put(void)
 
 /**
  * struct ktap_tp_slots - the image's fields, looked up in one event
+ * @loads: for each entry, the load EVFIELD does instead of calling
+ *	   ktap_tp_field_at() (type KTAP_FL_NONE where it must call);
+ *	   allocated with the slots, after @f
  * @n: entries at @f: ktap_vm_nfields() of the image
  * @f: @f[i] is the format field named like entry i of the image's
  *     fields section, or NULL where the event has none (or where
@@ -642,6 +645,7 @@ void ktap_events_put(void)
  * at least one of the fields; read by EVFIELD (ktap_tp_field_at()).
  */
 struct ktap_tp_slots {
+	struct ktap_field_loads		*loads;
 	u32				n;
 	struct ftrace_event_field	*f[] __counted_by(n);
 };
@@ -652,12 +656,11 @@ struct ktap_tp_slots {
  * @call: the ftrace event
  * @slots: the image's fields resolved in @call, or NULL
  * @tp: the tracepoint that fired, or NULL (a dynamic event)
- * @rec: the raw record (struct trace_entry first); see @sc_lazy
- * @size: bytes at @rec
  * @sc_kind: the syscall event @call is, when the syscall fast path
  *	     fired it (KTAP_SC_NONE: look it up)
- * @sc_lazy: @rec is not built yet (ktap_tp_rec() builds it)
- * @sc_nr: the syscall number, for building @rec
+ * @sc_lazy: the record (@ev.rec, struct trace_entry first) is not built
+ *	     yet (ktap_tp_rec() builds it)
+ * @sc_nr: the syscall number, for building the record
  * @sc_ret: the return value, for building a sys_exit record
  */
 struct ktap_tp_event {
@@ -665,8 +668,6 @@ struct ktap_tp_event {
 	struct trace_event_call		*call;
 	const struct ktap_tp_slots	*slots;
 	struct tracepoint		*tp;
-	void				*rec;
-	u32				size;
 	u8				sc_kind;
 	bool				sc_lazy;
 	long				sc_nr;
@@ -680,7 +681,7 @@ static inline void *ktap_tp_rec(struct ktap_tp_event *tev)
 {
 	if (unlikely(tev->sc_lazy))
 		ktap_sc_build(tev);
-	return tev->rec;
+	return tev->ev.rec;
 }
 
 /**
@@ -793,7 +794,7 @@ static enum ktap_sc_kind ktap_sc_kind(struct ktap_tp_event *tev)
 	default:
 		return KTAP_SC_NONE;
 	}
-	return tev->size >= need ? kind : KTAP_SC_NONE;
+	return tev->ev.rec_size >= need ? kind : KTAP_SC_NONE;
 }
 
 /*
@@ -805,7 +806,7 @@ static bool ktap_sc_view(struct ktap_tp_event *tev, bool *enter, long *nr,
 {
 	switch (ktap_sc_kind(tev)) {
 	case KTAP_SC_ENTER: {
-		struct syscall_trace_enter *r = tev->rec;
+		struct syscall_trace_enter *r = tev->ev.rec;
 		struct syscall_metadata *meta = tev->call->data;
 
 		*enter = true;
@@ -815,7 +816,7 @@ static bool ktap_sc_view(struct ktap_tp_event *tev, bool *enter, long *nr,
 		return true;
 	}
 	case KTAP_SC_EXIT: {
-		struct syscall_trace_exit *r = tev->rec;
+		struct syscall_trace_exit *r = tev->ev.rec;
 
 		*enter = false;
 		*nr = r->nr;
@@ -823,7 +824,7 @@ static bool ktap_sc_view(struct ktap_tp_event *tev, bool *enter, long *nr,
 		return true;
 	}
 	case KTAP_SC_RAW_ENTER: {
-		struct ktap_raw_sys_enter *r = tev->rec;
+		struct ktap_raw_sys_enter *r = tev->ev.rec;
 
 		*enter = true;
 		*nr = r->id;
@@ -832,7 +833,7 @@ static bool ktap_sc_view(struct ktap_tp_event *tev, bool *enter, long *nr,
 		return true;
 	}
 	case KTAP_SC_RAW_EXIT: {
-		struct ktap_raw_sys_exit *r = tev->rec;
+		struct ktap_raw_sys_exit *r = tev->ev.rec;
 
 		*enter = false;
 		*nr = r->id;
@@ -914,7 +915,7 @@ static int ktap_field_value(struct ktap_vm *vm, struct ktap_tp_event *tev,
 	const char *p = rec + f->offset;
 	u32 loc, off, len;
 
-	if (f->offset < 0 || f->size < 0 || f->offset + f->size > tev->size)
+	if (f->offset < 0 || f->size < 0 || f->offset + f->size > tev->ev.rec_size)
 		return -ENOENT;
 
 	switch (f->filter_type) {
@@ -927,7 +928,7 @@ static int ktap_field_value(struct ktap_vm *vm, struct ktap_tp_event *tev,
 		len = loc >> 16;
 		if (f->filter_type == FILTER_RDYN_STRING)
 			off += f->offset + sizeof(u32);
-		if (off > tev->size || len > tev->size - off)
+		if (off > tev->ev.rec_size || len > tev->ev.rec_size - off)
 			return -ENOENT;
 		return ktap_value_str(vm, out, rec + off, strnlen(rec + off, len));
 	case FILTER_STATIC_STRING:
@@ -983,6 +984,63 @@ static int ktap_tp_field(struct ktap_vm *vm, struct ktap_event *ev,
 	return -ENOENT;
 }
 
+/* What a syscall event's field holds, where it is one of these. */
+enum ktap_sc_value {
+	KTAP_SCV_NR,
+	KTAP_SCV_ARG1,
+	KTAP_SCV_RET = KTAP_SCV_ARG1 + 6,
+};
+
+/*
+ * The syscall value (enum ktap_sc_value) that the field at @off, @size
+ * bytes, of a syscall event of @kind holds, as its record lays it out;
+ * -1 for any other field.
+ */
+static int ktap_sc_value_of(enum ktap_sc_kind kind,
+			    struct trace_event_call *call, int off, int size)
+{
+	struct syscall_metadata *meta;
+	int nargs;
+
+	switch (kind) {
+	case KTAP_SC_RAW_ENTER:
+		if (size != sizeof(long))
+			return -1;
+		if (off == offsetof(struct ktap_raw_sys_enter, id))
+			return KTAP_SCV_NR;
+		off -= offsetof(struct ktap_raw_sys_enter, args);
+		nargs = 6;
+		break;
+	case KTAP_SC_ENTER:
+		if (off == offsetof(struct syscall_trace_enter, nr))
+			return size == sizeof(int) ? KTAP_SCV_NR : -1;
+		if (size != sizeof(long))
+			return -1;
+		meta = call->data;
+		off -= offsetof(struct syscall_trace_enter, args);
+		nargs = meta->nb_args;
+		break;
+	case KTAP_SC_RAW_EXIT:
+		if (size != sizeof(long))
+			return -1;
+		if (off == offsetof(struct ktap_raw_sys_exit, id))
+			return KTAP_SCV_NR;
+		return off == offsetof(struct ktap_raw_sys_exit, ret) ?
+		       KTAP_SCV_RET : -1;
+	case KTAP_SC_EXIT:
+		if (off == offsetof(struct syscall_trace_exit, nr))
+			return size == sizeof(int) ? KTAP_SCV_NR : -1;
+		return off == offsetof(struct syscall_trace_exit, ret) &&
+		       size == sizeof(long) ? KTAP_SCV_RET : -1;
+	default:
+		return -1;
+	}
+	if (off < 0 || off % (int)sizeof(long) ||
+	    off / (int)sizeof(long) >= nargs)
+		return -1;
+	return KTAP_SCV_ARG1 + off / (int)sizeof(long);
+}
+
 /*
  * A field of a syscall event whose record the fast path left unbuilt:
  * its number, an argument or the return value comes straight from what
@@ -994,57 +1052,100 @@ static bool ktap_sc_field_direct(struct ktap_tp_event *tev,
 				 struct ktap_value *out)
 {
 	unsigned long args[6];
-	struct syscall_metadata *meta;
-	int off = f->offset, i;
+	int v = ktap_sc_value_of(tev->sc_kind, tev->call, f->offset, f->size);
 
-	switch (tev->sc_kind) {
-	case KTAP_SC_RAW_ENTER:
-		if (off != offsetof(struct ktap_raw_sys_enter, id) ||
-		    f->size != sizeof(long))
-			return false;
-		ktap_value_int(out, tev->sc_nr);
-		return true;
-	case KTAP_SC_RAW_EXIT:
-		if (f->size != sizeof(long))
-			return false;
-		if (off == offsetof(struct ktap_raw_sys_exit, id))
-			ktap_value_int(out, tev->sc_nr);
-		else if (off == offsetof(struct ktap_raw_sys_exit, ret))
-			ktap_value_int(out, tev->sc_ret);
-		else
-			return false;
-		return true;
-	case KTAP_SC_EXIT:
-		if (off == offsetof(struct syscall_trace_exit, nr) &&
-		    f->size == sizeof(int))
-			ktap_value_int(out, (int)tev->sc_nr);
-		else if (off == offsetof(struct syscall_trace_exit, ret) &&
-			 f->size == sizeof(long))
-			ktap_value_int(out, tev->sc_ret);
-		else
-			return false;
-		return true;
-	case KTAP_SC_ENTER:
-		if (off == offsetof(struct syscall_trace_enter, nr)) {
-			if (f->size != sizeof(int))
-				return false;
-			ktap_value_int(out, (int)tev->sc_nr);
-			return true;
-		}
-		meta = tev->call->data;
-		off -= offsetof(struct syscall_trace_enter, args);
-		if (off < 0 || off % (int)sizeof(long) ||
-		    f->size != sizeof(long))
-			return false;
-		i = off / (int)sizeof(long);
-		if (i >= meta->nb_args)
-			return false;
-		syscall_get_arguments(current, tev->ev.regs, args);
-		ktap_value_int(out, (s64)args[i]);
-		return true;
-	default:
+	if (v < 0)
 		return false;
+	if (v == KTAP_SCV_NR) {
+		ktap_value_int(out, f->size == sizeof(int) ? (int)tev->sc_nr :
+							     tev->sc_nr);
+	} else if (v == KTAP_SCV_RET) {
+		ktap_value_int(out, tev->sc_ret);
+	} else {
+		syscall_get_arguments(current, tev->ev.regs, args);
+		ktap_value_int(out, (s64)args[v - KTAP_SCV_ARG1]);
 	}
+	return true;
+}
+
+#ifdef CONFIG_X86_64
+/*
+ * Where a 64-bit task's syscall values are in the registers the
+ * syscall tracepoints pass, as syscall_get_nr(), syscall_get_arguments()
+ * and syscall_get_return_value() read them (the fast path leaves compat
+ * syscalls alone). Lets EVFIELD read them with one load.
+ */
+static const u16 ktap_sc_regs_off[] = {
+	[KTAP_SCV_NR]		= offsetof(struct pt_regs, orig_ax),
+	[KTAP_SCV_ARG1]		= offsetof(struct pt_regs, di),
+	[KTAP_SCV_ARG1 + 1]	= offsetof(struct pt_regs, si),
+	[KTAP_SCV_ARG1 + 2]	= offsetof(struct pt_regs, dx),
+	[KTAP_SCV_ARG1 + 3]	= offsetof(struct pt_regs, r10),
+	[KTAP_SCV_ARG1 + 4]	= offsetof(struct pt_regs, r8),
+	[KTAP_SCV_ARG1 + 5]	= offsetof(struct pt_regs, r9),
+	[KTAP_SCV_RET]		= offsetof(struct pt_regs, ax),
+};
+#endif
+
+/**
+ * ktap_tp_field_load - the load EVFIELD can do for one format field
+ * @sc_kind: the syscall event @call is when it fires through the
+ *	     syscall fast path (registers, no record), else KTAP_SC_NONE
+ * @call: the event
+ * @f: the field of @call
+ *
+ * Integer fields of 1, 2, 4 or 8 bytes are read from the record; on the
+ * syscall fast path of x86-64, the number, arguments and return value
+ * from the registers. Strings and arrays keep the call.
+ *
+ * Return: the load, type KTAP_FL_NONE when there is none.
+ */
+static struct ktap_field_load ktap_tp_field_load(enum ktap_sc_kind sc_kind,
+						 struct trace_event_call *call,
+						 const struct ftrace_event_field *f)
+{
+	struct ktap_field_load ld = { .type = KTAP_FL_NONE };
+#ifdef CONFIG_X86_64
+	int v = ktap_sc_value_of(sc_kind, call, f->offset, f->size);
+
+	if (v >= 0) {
+		ld.base = KTAP_FL_REGS;
+		ld.off = ktap_sc_regs_off[v];
+		ld.type = v == KTAP_SCV_NR ? KTAP_FL_S32 : KTAP_FL_64;
+		return ld;
+	}
+#endif
+	switch (f->filter_type) {
+	case FILTER_DYN_STRING:
+	case FILTER_RDYN_STRING:
+	case FILTER_STATIC_STRING:
+	case FILTER_COMM:
+		return ld;
+	default:
+		break;
+	}
+	if (f->offset < 0 || f->size <= 0 || f->offset + f->size > U16_MAX)
+		return ld;
+	switch (f->size) {
+	case 1:
+		ld.type = f->is_signed ? KTAP_FL_S8 : KTAP_FL_U8;
+		break;
+	case 2:
+		ld.type = f->is_signed ? KTAP_FL_S16 : KTAP_FL_U16;
+		break;
+	case 4:
+		ld.type = f->is_signed ? KTAP_FL_S32 : KTAP_FL_U32;
+		break;
+	case 8:
+		ld.type = KTAP_FL_64;
+		break;
+	default:
+		return ld;
+	}
+	ld.base = KTAP_FL_REC;
+	ld.off = f->offset;
+	ld.end = f->offset + f->size;
+	return ld;
 }
 
 /*
@@ -1186,7 +1287,7 @@ static int ktap_tp_tostring(struct ktap_vm *vm, struct ktap_event *ev,
 	trace_seq_init(&iter->tmp_seq);
 	iter->tr = NULL;
 	iter->ent = ktap_tp_rec(tev);
-	iter->ent_size = tev->size;
+	iter->ent_size = tev->ev.rec_size;
 	iter->cpu = smp_processor_id();
 	te->funcs->trace(iter, 0, te);
 	ktap_put_seq(s, &iter->seq);
@@ -1201,7 +1302,7 @@ static void ktap_tp_record(struct ktap_event *ev, const void **rec, u32 *size)
 	struct ktap_tp_event *tev = container_of(ev, struct ktap_tp_event, ev);
 
 	*rec = ktap_tp_rec(tev);
-	*size = tev->size;
+	*size = tev->ev.rec_size;
 }
 
 /* The tracepoint's caller is one frame further when it iterated. */
@@ -1317,8 +1418,8 @@ static noinline void ktap_sc_build(struct ktap_tp_event *tev)
 	rec->enter.ent.flags = 0;
 	rec->enter.ent.preempt_count = preempt_count() & 0xff;
 	rec->enter.ent.pid = current->pid;
-	tev->rec = rec;
-	tev->size = size;
+	tev->ev.rec = rec;
+	tev->ev.rec_size = size;
 	tev->sc_lazy = false;
 }
 
@@ -1331,7 +1432,8 @@ static __always_inline void ktap_sc_fire(struct ktap_sc *sc,
 					 unsigned long caller)
 {
 	struct ktap_tp_event tev = {
-		.ev = { .ops = &ktap_tp_ops, .regs = regs, .caller = caller },
+		.ev = { .ops = &ktap_tp_ops, .regs = regs, .caller = caller,
+			.loads = slots ? slots->loads : NULL },
 		.call = call,
 		.slots = slots,
 		.tp = tp,
@@ -1473,9 +1575,11 @@ static void ktap_tp_overflow(struct perf_event *event,
 		return;
 	/* Pairs with smp_store_release() in ktap_tp_attach_perf(). */
 	tev.slots = smp_load_acquire(&ctx->slots);
-	tev.rec = data->raw->frag.data;
-	tev.size = data->raw->frag.size;
-	if (tev.size < sizeof(struct trace_entry))
+	if (tev.slots)
+		tev.ev.loads = tev.slots->loads;
+	tev.ev.rec = data->raw->frag.data;
+	tev.ev.rec_size = data->raw->frag.size;
+	if (tev.ev.rec_size < sizeof(struct trace_entry))
 		return;
 	tev.ev.ops = &ktap_tp_ops;
 	tev.ev.name = trace_event_name(call) ?: "";
@@ -1726,6 +1830,8 @@ static bool ktap_tp_shadowed(enum ktap_sc_kind kind, const char *name)
  * ktap_tp_resolve - look the image's fields up in one event's format
  * @rs: attach-time state
  * @call: the event, which cannot go away meanwhile
+ * @sc_path: @call fires through the syscall fast path (struct ktap_sc),
+ *	     not through perf: its record is built only on demand
  * @out: the slot array built for @call, or NULL when no field is read
  *	 through one (none in the format, or the budget is spent)
  *
@@ -1735,15 +1841,15 @@ static bool ktap_tp_shadowed(enum ktap_sc_kind kind, const char *name)
  * Return: 0 or -ENOMEM.
  */
 static int ktap_tp_resolve(struct ktap_tp_res *rs,
-			   struct trace_event_call *call,
+			   struct trace_event_call *call, bool sc_path,
 			   struct ktap_tp_slots **out)
 {
 	enum ktap_sc_kind kind = ktap_sc_call_kind(call);
 	struct ktap_tp_slots *s = NULL;
 	struct ftrace_event_field *f;
 	struct list_head *head;
+	size_t size, fsize;
 	bool shadowed;
-	size_t size;
 	u32 i, idx;
 
 	*out = NULL;
@@ -1752,7 +1858,8 @@ static int ktap_tp_resolve(struct ktap_tp_res *rs,
 	head = trace_get_fields(call);
 	if (!head)
 		return 0;
-	size = struct_size(s, f, rs->nfields);
+	fsize = struct_size(s, f, rs->nfields);
+	size = fsize + struct_size(s->loads, l, rs->nfields);
 	list_for_each_entry(f, head, link) {
 		if (!f->name)
 			continue;
@@ -1770,10 +1877,17 @@ static int ktap_tp_resolve(struct ktap_tp_res *rs,
 				if (!s)
 					return -ENOMEM;
 				s->n = rs->nfields;
+				s->loads = (void *)s + fsize;
+				s->loads->n = rs->nfields;
 				rs->budget -= size;
 			}
-			if (s && !s->f[idx])
+			if (s && !s->f[idx]) {
 				s->f[idx] = f;
+				s->loads->l[idx] =
+					ktap_tp_field_load(sc_path ? kind :
+							   KTAP_SC_NONE,
+							   call, f);
+			}
 		}
 	}
 	*out = s;
@@ -1801,23 +1915,25 @@ static int ktap_sc_resolve(struct ktap_tp_res *rs)
 	int ret;
 
 	if (sc->raw_enter) {
-		ret = ktap_tp_resolve(rs, sc->raw_enter, &sc->raw_enter_slots);
+		ret = ktap_tp_resolve(rs, sc->raw_enter, true,
+				      &sc->raw_enter_slots);
 		if (ret)
 			return ret;
 	}
 	if (sc->raw_exit) {
-		ret = ktap_tp_resolve(rs, sc->raw_exit, &sc->raw_exit_slots);
+		ret = ktap_tp_resolve(rs, sc->raw_exit, true,
+				      &sc->raw_exit_slots);
 		if (ret)
 			return ret;
 	}
 	for_each_set_bit(nr, sc->enter, NR_syscalls) {
-		ret = ktap_tp_resolve(rs, sc->meta[nr]->enter_event,
+		ret = ktap_tp_resolve(rs, sc->meta[nr]->enter_event, true,
 				      &sc->enter_slots[nr]);
 		if (ret)
 			return ret;
 	}
 	for_each_set_bit(nr, sc->exit, NR_syscalls) {
-		ret = ktap_tp_resolve(rs, sc->meta[nr]->exit_event,
+		ret = ktap_tp_resolve(rs, sc->meta[nr]->exit_event, true,
 				      &sc->exit_slots[nr]);
 		if (ret)
 			return ret;
@@ -1935,7 +2051,7 @@ static int ktap_tp_attach_perf(struct ktap_tp_res *rs, struct ktap_tp *tp)
 			return -EAGAIN;
 		}
 		WRITE_ONCE(ctx->call, call);
-		ret = ktap_tp_resolve(rs, call, &slots);
+		ret = ktap_tp_resolve(rs, call, false, &slots);
 		if (ret)
 			return ret;
 		/* Pairs with smp_load_acquire() in ktap_tp_overflow(). */

@@ -101,6 +101,73 @@ struct ktap_event_ops {
 };
 
 /**
+ * enum ktap_field_load_type - width and signedness of a direct field load
+ * @KTAP_FL_NONE: no direct load: EVFIELD asks the event's @field_at op
+ * @KTAP_FL_U8: unsigned byte
+ * @KTAP_FL_S8: signed byte
+ * @KTAP_FL_U16: unsigned 16 bits
+ * @KTAP_FL_S16: signed 16 bits
+ * @KTAP_FL_U32: unsigned 32 bits
+ * @KTAP_FL_S32: signed 32 bits
+ * @KTAP_FL_64: 64 bits
+ */
+enum ktap_field_load_type {
+	KTAP_FL_NONE,
+	KTAP_FL_U8,
+	KTAP_FL_S8,
+	KTAP_FL_U16,
+	KTAP_FL_S16,
+	KTAP_FL_U32,
+	KTAP_FL_S32,
+	KTAP_FL_64,
+};
+
+/**
+ * enum ktap_field_load_base - what a direct field load reads from
+ * @KTAP_FL_REC: the event's record (&struct ktap_event.rec), checked
+ *		 against its size; without a record EVFIELD asks @field_at
+ *		 (which may build it)
+ * @KTAP_FL_REGS: the registers the probe saw (&struct ktap_event.regs)
+ */
+enum ktap_field_load_base {
+	KTAP_FL_REC,
+	KTAP_FL_REGS,
+};
+
+/**
+ * struct ktap_field_load - how EVFIELD reads one field without a call
+ * @off: byte offset of the value from the base
+ * @end: for base KTAP_FL_REC, @off plus the width of the load: the
+ *	 record must be this long; 0 for other bases
+ * @type: enum ktap_field_load_type
+ * @base: enum ktap_field_load_base
+ *
+ * Eight bytes, so that an entry is found with one scaled index.
+ */
+struct ktap_field_load {
+	u16	off;
+	u16	end;
+	u8	type;
+	u8	base;
+} __aligned(8);
+
+/**
+ * struct ktap_field_loads - direct loads of the image's fields in one event
+ * @n: entries at @l
+ * @l: @l[i] reads entry i of the image's fields section (ktap_vm_field())
+ *
+ * Worked out by the tracing side when it attaches a handler to an event
+ * whose fields have a fixed place (a tracepoint's format), so that the
+ * interpreter reads a field with a load instead of two calls. The
+ * tracing side guarantees that every load lies inside its base; the VM
+ * only checks @end against a record's size.
+ */
+struct ktap_field_loads {
+	u32			n;
+	struct ktap_field_load	l[] __counted_by(n);
+};
+
+/**
  * struct ktap_event - the event a handler runs for
  * @ops: accessors, see struct ktap_event_ops
  * @probe: index of the probe in the image's probe table
@@ -113,6 +180,9 @@ struct ktap_event_ops {
  * @iterated: the tracepoint called its probes through its iterator
  *	      (several probes), not straight through its static call;
  *	      worked out by the @stack op when a stack is asked for
+ * @loads: direct loads of the image's fields in this event, or NULL
+ * @rec: the raw record, for @loads of base KTAP_FL_REC, or NULL
+ * @rec_size: bytes at @rec
  *
  * Lives on the firing probe's stack for the duration of one handler run;
  * the tracing side embeds it in its own per-kind context.
@@ -124,6 +194,9 @@ struct ktap_event {
 	struct pt_regs			*regs;
 	unsigned long			caller;
 	bool				iterated;
+	const struct ktap_field_loads	*loads;
+	void				*rec;
+	u32				rec_size;
 };
 
 /**

@@ -2148,6 +2148,68 @@ static void t_event(struct kunit *test)
 }
 
 /*
+ * EVFIELD with direct loads (struct ktap_field_loads): each width and
+ * sign from an unaligned record, a load past the record's end that must
+ * fall back to the event's ops (field "foo" by name), and the registers.
+ */
+static void t_event_loads(struct kunit *test)
+{
+	static const u8 rec[16] = {
+		0xff, 0, 0xfe, 0xff, 0xfd, 0xff, 0xff, 0xff, 0xfc, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+	static const char * const names[] = {
+		"u8", "s8", "u16", "s16", "u32", "s32", "s64", "foo", "reg",
+	};
+	unsigned long regs[4] = { 0, 0, -12345, 0 };
+	struct ktap_field_loads *fl;
+	struct fake_event fe = { .ev = { .ops = &fe_ops, .name = "sys_x" } };
+	struct fake_host *h = fake_new(test);
+	struct tb *tb = tb_new(test);
+	struct ktap_vm *vm;
+	u32 k;
+
+	fl = kunit_kzalloc(test, struct_size(fl, l, ARRAY_SIZE(names)),
+			   GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, fl);
+	fl->n = ARRAY_SIZE(names);
+	fl->l[0] = (struct ktap_field_load){ 0, 1, KTAP_FL_U8, KTAP_FL_REC };
+	fl->l[1] = (struct ktap_field_load){ 0, 1, KTAP_FL_S8, KTAP_FL_REC };
+	fl->l[2] = (struct ktap_field_load){ 2, 4, KTAP_FL_U16, KTAP_FL_REC };
+	fl->l[3] = (struct ktap_field_load){ 2, 4, KTAP_FL_S16, KTAP_FL_REC };
+	fl->l[4] = (struct ktap_field_load){ 3, 7, KTAP_FL_U32, KTAP_FL_REC };
+	fl->l[5] = (struct ktap_field_load){ 4, 8, KTAP_FL_S32, KTAP_FL_REC };
+	fl->l[6] = (struct ktap_field_load){ 7, 15, KTAP_FL_64, KTAP_FL_REC };
+	fl->l[7] = (struct ktap_field_load){ 12, 20, KTAP_FL_64, KTAP_FL_REC };
+	fl->l[8] = (struct ktap_field_load){ 2 * sizeof(long), 0, KTAP_FL_64,
+					     KTAP_FL_REGS };
+	fe.ev.loads = fl;
+	fe.ev.rec = (void *)rec;
+	fe.ev.rec_size = sizeof(rec);
+	fe.ev.regs = (struct pt_regs *)regs;
+
+	tb_main_attach(tb, KTAP_PROBE_TRACEPOINT);
+	tb_func(tb, 0, 1, 12);
+	tb->line = 3;
+	for (k = 0; k < ARRAY_SIZE(names); k++)
+		tb_emit(tb, IBX(EVFIELD, 2 + k, tb_field(tb, 0, names[k])));
+	tb_emit(tb, I(CALLB, 1, ARRAY_SIZE(names), tb_builtin(tb, "print")));
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+
+	vm = t_attach(test, tb, h, 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), 0);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "255\t-1\t65534\t-2\t4294966783\t-3\t-769\t42\t-12345\n");
+
+	/* no record: a record load asks the ops, which know no "u8" */
+	fe.ev.rec = NULL;
+	seq_buf_clear(&h->out);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, h->fn, &fe.ev), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, fake_text(h),
+			   "ktap: error: test.kp:3: event has no field 'u8'\n");
+}
+
+/*
  * print(e) and printf("%s", e) of an event with a raw record hand it to
  * the host with the text around it instead of formatting it; a second
  * one in the same line, and a width, are formatted at once; formatting
@@ -3223,6 +3285,7 @@ static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_PARAM(t_prog, prog_gen_params),
 	KUNIT_CASE_PARAM(t_rterr, rterr_gen_params),
 	KUNIT_CASE(t_event),
+	KUNIT_CASE(t_event_loads),
 	KUNIT_CASE(t_event_deferred),
 	KUNIT_CASE(t_event_errors),
 	KUNIT_CASE(t_event_nofield),
