@@ -339,10 +339,11 @@ int kp_disasm(FILE *out, const void *image, uint32_t len,
 		const char *spec = strat(&d, pr[i].spec);
 		const char *target = strat(&d, pr[i].target);
 
-		fprintf(out, "probe %u: %s%s%s \"%s\"", i,
+		fprintf(out, "probe %u: %s%s%s%s \"%s\"", i,
 			pr[i].type < KTAP_PROBE__COUNT ? probe_type[pr[i].type] : "?",
 			pr[i].flags & KTAP_PROBE_F_RETURN ? " return" : "",
 			pr[i].flags & KTAP_PROBE_F_OVERRIDE ? " override" : "",
+			pr[i].flags & KTAP_PROBE_F_WILDCARD ? " wildcard" : "",
 			spec ? spec : "?");
 		if (target)
 			fprintf(out, " target \"%s\"", target);

@@ -643,6 +643,7 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 		if (i && !strcmp(found.v[i], found.v[i - 1]))
 			continue;
 		idx = kp_add_kprobe(S, spec, found.v[i], off, ret);
+		S->img->probes[idx].flags |= KTAP_PROBE_F_WILDCARD;
 		if (!n++)
 			*first = idx;
 	}
@@ -862,7 +863,7 @@ static uint32_t uprobe_glob(struct kp_state *S, const char *spec,
 {
 	struct usym_glob g = { .arena = &S->arena, .glob = glob };
 	char one[1400];
-	uint32_t i, n = 0;
+	uint32_t i, n = 0, idx;
 	uint64_t off;
 
 	kp_elf_syms(elf, usym_glob_cb, &g);
@@ -884,10 +885,10 @@ static uint32_t uprobe_glob(struct kp_state *S, const char *spec,
 		/* the event is named after the function it hit */
 		snprintf(one, sizeof(one), "probe:%s:%s%s", path, g.v[i].name,
 			 ret ? "%return" : "");
+		idx = add_uprobe(S, one, path, off, 0, ret);
+		S->img->probes[idx].flags |= KTAP_PROBE_F_WILDCARD;
 		if (!n++)
-			*first = add_uprobe(S, one, path, off, 0, ret);
-		else
-			add_uprobe(S, one, path, off, 0, ret);
+			*first = idx;
 	}
 	if (!n)
 		kp_error(S, line, col, KP_E_UPROBE, spec,

@@ -296,7 +296,11 @@ int kp_verify(const void *image, uint32_t len, char *err, size_t errlen)
 	}
 	for (i = 0; i < h->probes.count; i++) {
 		if (pr[i].type >= KTAP_PROBE__COUNT ||
-		    (pr[i].flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE)) ||
+		    (pr[i].flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE |
+				     KTAP_PROBE_F_WILDCARD)) ||
+		    ((pr[i].flags & KTAP_PROBE_F_WILDCARD) &&
+		     pr[i].type != KTAP_PROBE_KPROBE &&
+		     pr[i].type != KTAP_PROBE_UPROBE) ||
 		    pr[i].__reserved[0] || pr[i].__reserved[1] ||
 		    pr[i].__reserved[2] ||
 		    (pr[i].attr && pr[i].type != KTAP_PROBE_WATCH &&

@@ -334,6 +334,14 @@ enum ktap_probe_type {
  * may fail with (see get_injectable_error_type()).
  */
 #define KTAP_PROBE_F_OVERRIDE	0x2
+/*
+ * One of the probes a wildcard of a kprobe or uprobe expanded to: when it
+ * cannot be attached (a function kprobes refuse, an instruction uprobes
+ * cannot step), START skips it and counts it in KTAP_IOC_STATS'
+ * nr_skipped instead of failing. START still fails when nothing of any
+ * such wildcard could be attached.
+ */
+#define KTAP_PROBE_F_WILDCARD	0x4
 
 struct ktap_bc_probe {
 	__u32	type;			/* enum ktap_probe_type */

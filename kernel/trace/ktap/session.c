@@ -803,6 +803,8 @@ static const char *ktap_attach_reason(u32 type, int err)
 			return "no such file";
 		if (err == -EINVAL)
 			return "not an instruction of an executable mapping";
+		if (err == -ENOTSUPP)
+			return "uprobes cannot step the instruction there (a lock prefix, for one)";
 		break;
 	case KTAP_PROBE_TRACEPOINT:
 		if (err == -ENOENT)
@@ -839,15 +841,19 @@ static void ktap_attach_failed(struct ktap_session *sess,
 }
 
 /*
- * A kprobe the compiler expanded from a wildcard (its spec has globs):
- * a function that cannot be probed (on the kprobe blacklist, in an
- * entry section) is skipped and counted, not an error.
+ * A kprobe or uprobe the compiler expanded from a wildcard
+ * (KTAP_PROBE_F_WILDCARD; for kprobes also a spec with globs): a
+ * function that cannot be probed (on the kprobe blacklist, in an entry
+ * section, starting with an instruction uprobes cannot step) is skipped
+ * and counted, not an error.
  */
-static bool ktap_kprobe_wild(struct ktap_session *sess,
-			     const struct ktap_handler *h)
+static bool ktap_probe_wild(struct ktap_session *sess,
+			    const struct ktap_handler *h)
 {
 	const char *spec = ktap_vm_str(sess->hot.vm, h->bp->spec);
 
+	if (h->bp->flags & KTAP_PROBE_F_WILDCARD)
+		return true;
 	return h->bp->type == KTAP_PROBE_KPROBE && spec && strpbrk(spec, "*?");
 }
 
@@ -871,14 +877,20 @@ static int ktap_attach_all(struct ktap_session *sess)
 		}
 		tried++;
 		ret = ktap_handler_attach(h);
-		if (ret && ktap_kprobe_wild(sess, h) && ret != -ENOMEM) {
+		if (ret && ktap_probe_wild(sess, h) && ret != -ENOMEM) {
 			h->skipped = true;
 			skipped++;
-			ktap_session_skipped(sess,
-					     "ktap: probe '%s': %s skipped (error %pe)\n",
-					     ktap_vm_str(sess->hot.vm, h->bp->spec),
-					     ktap_vm_str(sess->hot.vm, h->bp->target),
-					     ERR_PTR(ret));
+			if (h->bp->type == KTAP_PROBE_UPROBE)
+				ktap_session_skipped(sess,
+						     "ktap: probe '%s' skipped (error %pe)\n",
+						     ktap_vm_str(sess->hot.vm, h->bp->spec),
+						     ERR_PTR(ret));
+			else
+				ktap_session_skipped(sess,
+						     "ktap: probe '%s': %s skipped (error %pe)\n",
+						     ktap_vm_str(sess->hot.vm, h->bp->spec),
+						     ktap_vm_str(sess->hot.vm, h->bp->target),
+						     ERR_PTR(ret));
 			continue;
 		}
 		if (ret) {
@@ -890,7 +902,7 @@ static int ktap_attach_all(struct ktap_session *sess)
 	}
 	if (tried && skipped == tried) {
 		ktap_session_printf(sess,
-				    "ktap: none of the %u functions the kprobe wildcards matched can be probed\n",
+				    "ktap: none of the %u functions the wildcards matched can be probed\n",
 				    skipped);
 		return -ENOENT;
 	}

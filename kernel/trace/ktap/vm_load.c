@@ -91,6 +91,7 @@ const struct ktap_opinfo ktap_opinfo[KTAP_OP__COUNT] = {
 	C(BUDGET,	"instruction budget above KTAP_MAX_INSN_BUDGET"), \
 	C(OVERRIDE,	"only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)"), \
 	C(TARGET,	"this probe type needs a target"), \
+	C(WILDCARD,	"only a kprobe or uprobe comes from a wildcard (KTAP_PROBE_F_WILDCARD)"), \
 	C(WATCH,	"bad watchpoint mode or length"),		\
 	C(FETCH,	"bad fetch argument"),				\
 	C(FETCH_ORDER,	"fetch arguments not sorted by probe"),		\
@@ -522,8 +523,13 @@ static int ktap_check_probes(struct ktap_loader *ld)
 		if (pr->type >= KTAP_PROBE__COUNT)
 			return ktap_reject(ld, KTAP_VERR_PROBE_TYPE,
 					   "probe %u", i);
-		if (pr->flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE))
+		if (pr->flags & ~(KTAP_PROBE_F_RETURN | KTAP_PROBE_F_OVERRIDE |
+				  KTAP_PROBE_F_WILDCARD))
 			return ktap_reject(ld, KTAP_VERR_FLAGS, "probe %u", i);
+		if ((pr->flags & KTAP_PROBE_F_WILDCARD) &&
+		    pr->type != KTAP_PROBE_KPROBE &&
+		    pr->type != KTAP_PROBE_UPROBE)
+			return ktap_reject(ld, KTAP_VERR_WILDCARD, "probe %u", i);
 		if ((pr->flags & KTAP_PROBE_F_OVERRIDE) &&
 		    pr->type != KTAP_PROBE_KPROBE)
 			return ktap_reject(ld, KTAP_VERR_OVERRIDE, "probe %u", i);

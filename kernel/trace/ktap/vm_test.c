@@ -643,6 +643,12 @@ static void m_override_tp(struct tb *tb)
 		KTAP_PROBE_F_OVERRIDE;
 }
 
+static void m_wildcard_timer(struct tb *tb)
+{
+	tb->probes[tb_probe(tb, KTAP_PROBE_TIMER)].flags =
+		KTAP_PROBE_F_WILDCARD;
+}
+
 static void m_notarget(struct tb *tb)
 {
 	tb->probes[tb_probe(tb, KTAP_PROBE_TRACEPOINT)].target = KTAP_BC_NO_STR;
@@ -1014,6 +1020,8 @@ static const struct verr_case verr_cases[] = {
 	  "proto 1 insn 0 (ITERNEXT): jump target out of range" },
 	{ "override on a tracepoint", m_override_tp, NULL, -EINVAL,
 	  "probe 0: only a kprobe can override a return value (KTAP_PROBE_F_OVERRIDE)" },
+	{ "wildcard flag on a timer", m_wildcard_timer, NULL, -EINVAL,
+	  "probe 0: only a kprobe or uprobe comes from a wildcard (KTAP_PROBE_F_WILDCARD)" },
 	{ "tracepoint without a target", m_notarget, NULL, -EINVAL,
 	  "probe 0: this probe type needs a target" },
 	{ "uprobe without a target", m_notarget_uprobe, NULL, -EINVAL,

@@ -7,6 +7,9 @@
  *   ktap_workload usdt N MS   hit the USDT probe ktap_workload:tick N
  *                             times, MS milliseconds apart, and say how
  *                             many times its semaphore showed it traced
+ *   ktap_workload wait SECS   sleep in main(), calling none of the
+ *                             functions below: the program is mapped,
+ *                             so uprobes on it are installed at once
  *   ktap_workload reads FD    on every online CPU in turn, read
  *                             /dev/zero through descriptor FD: once 1
  *                             byte, twice 2, 3 times 3, 4 times 100
@@ -47,6 +50,21 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
+
+#ifdef __x86_64__
+/*
+ * Never called. It starts with a lock-prefixed instruction, which x86
+ * uprobes refuse to step (-ENOTSUPP), as glibc's pthread_spin_lock()
+ * does: a uprobe wildcard over this program matches it and must skip it.
+ */
+__asm__(".text\n"
+	".globl ktap_workload_locked\n"
+	".type ktap_workload_locked, @function\n"
+	"ktap_workload_locked:\n"
+	"	lock incl (%rdi)\n"
+	"	ret\n"
+	".size ktap_workload_locked, .-ktap_workload_locked\n");
+#endif
 
 /* Nearly all of its time is spent in this function's own loop. */
 __attribute__((noinline)) void ktap_workload_spin(double secs)
@@ -153,9 +171,13 @@ int main(int argc, char **argv)
 		return ktap_workload_touch(atol(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "usdt"))
 		return ktap_workload_usdt(atol(argv[2]), atol(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "wait")) {
+		sleep(atoi(argv[2]));
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "reads"))
 		return ktap_workload_reads(atoi(argv[2]));
 	fprintf(stderr,
-		"usage: ktap_workload spin SECS | touch PAGES | usdt N MS | reads FD\n");
+		"usage: ktap_workload spin SECS | touch PAGES | usdt N MS | wait SECS | reads FD\n");
 	return 2;
 }
