@@ -35,7 +35,7 @@ struct tb {
 	struct ktap_bc_upval	upvals[16];
 	struct ktap_bc_probe	probes[4];
 	u32			builtins[16];
-	struct ktap_bc_field	fields[4];
+	struct ktap_bc_field	fields[16];
 	struct ktap_bc_fetch	fetch[KTAP_MAX_FETCH_ARGS + 2];
 	u32			code[TB_CODE];
 	u32			lines[TB_CODE];
