@@ -2472,6 +2472,52 @@ static int ktap_fetch_field(struct ktap_vm *vm, const struct ktap_fetch *fa,
 	return -ENOENT;
 }
 
+/**
+ * ktap_probe_arg() - argN of a kprobe or uprobe event
+ * @vm: the VM, for string arguments
+ * @fa: the probe's fetch arguments, or NULL
+ * @regs: registers at the probe
+ * @n: N
+ * @func: the probed function's address
+ * @ret: a return probe
+ * @ret_addr: where the function returns to (@ret only)
+ * @out: the value
+ *
+ * Numbered as the fields of ftrace's own kprobe and uprobe events, which
+ * the original ktap's argN walked: an entry probe has the address
+ * (__probe_ip) then its arguments, a return probe the function
+ * (__probe_func), the return address (__probe_ret_ip), then its
+ * arguments. So arg0 is the function's address; arg1.. at an entry and
+ * arg2.. at a return are the fetch arguments, or without any the
+ * function's first six arguments (entry) or its return value (return,
+ * as if "$retval" had been given).
+ *
+ * Return: 0, or -ENOENT when the event has no argN.
+ */
+static int ktap_probe_arg(struct ktap_vm *vm, const struct ktap_fetch *fa,
+			  struct pt_regs *regs, int n, unsigned long func,
+			  bool ret, unsigned long ret_addr,
+			  struct ktap_value *out)
+{
+	int first = ret ? 2 : 1;
+
+	if (n == 0 || (ret && n == 1)) {
+		ktap_value_int(out, n ? ret_addr : func);
+		return 0;
+	}
+	n -= first;
+	if (fa)
+		return n < fa->n ? ktap_fetch_value(vm, fa, n, regs, out) :
+				   -ENOENT;
+	if (ret && n == 0)
+		ktap_value_int(out, regs_return_value(regs));
+	else if (!ret && n < 6)
+		ktap_value_int(out, regs_get_kernel_argument(regs, n));
+	else
+		return -ENOENT;
+	return 0;
+}
+
 /* " name=value" for each argument, as kprobe_events prints them. */
 static void ktap_fetch_print(const struct ktap_fetch *fa,
 			     struct pt_regs *regs, struct seq_buf *s)
@@ -2557,32 +2603,14 @@ static int ktap_kp_field(struct ktap_vm *vm, struct ktap_event *ev,
 	return ktap_fetch_field(vm, kev->k->fetch, name, len, ev->regs, out);
 }
 
-/*
- * argN, in the spirit of syscall events (arg0 the syscall number, arg1..
- * its arguments or its return value): arg0 is the probed function's
- * address, arg1..arg6 its arguments at entry, arg1 its return value in a
- * return probe. A probe with fetch arguments has those as arg1..argN.
- */
 static int ktap_kp_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		       struct ktap_value *out)
 {
 	struct ktap_kp_event *kev = container_of(ev, struct ktap_kp_event, ev);
-	const struct ktap_fetch *fa = kev->k->fetch;
 
-	if (n && fa) {
-		if (n > fa->n)
-			return -ENOENT;
-		return ktap_fetch_value(vm, fa, n - 1, ev->regs, out);
-	}
-	if (n == 0)
-		ktap_value_int(out, ktap_kp_addr(kev->k));
-	else if (kev->k->ret && n == 1)
-		ktap_value_int(out, regs_return_value(ev->regs));
-	else if (!kev->k->ret && n >= 1 && n <= 6)
-		ktap_value_int(out, regs_get_kernel_argument(ev->regs, n - 1));
-	else
-		return -ENOENT;
-	return 0;
+	return ktap_probe_arg(vm, kev->k->fetch, ev->regs, n,
+			      ktap_kp_addr(kev->k), kev->k->ret, kev->ret_addr,
+			      out);
 }
 
 /* Like a kprobe event of ftrace: "sym: (sym+0x0/0x40) arg=value ...". */
@@ -2835,30 +2863,15 @@ static int ktap_up_field(struct ktap_vm *vm, struct ktap_event *ev,
 	return ktap_fetch_field(vm, uev->u->fetch, name, len, ev->regs, out);
 }
 
-/*
- * argN as for kprobes: arg0 the address, arg1..6 arguments or retval,
- * or the fetch arguments (a USDT probe's arguments) when there are any.
- */
+/* argN as for kprobes; a USDT probe's arguments are its fetch arguments. */
 static int ktap_up_arg(struct ktap_vm *vm, struct ktap_event *ev, int n,
 		       struct ktap_value *out)
 {
 	struct ktap_up_event *uev = container_of(ev, struct ktap_up_event, ev);
-	const struct ktap_fetch *fa = uev->u->fetch;
 
-	if (n && fa) {
-		if (n > fa->n)
-			return -ENOENT;
-		return ktap_fetch_value(vm, fa, n - 1, ev->regs, out);
-	}
-	if (n == 0)
-		ktap_value_int(out, uev->func ?: instruction_pointer(ev->regs));
-	else if (uev->func && n == 1)
-		ktap_value_int(out, regs_return_value(ev->regs));
-	else if (!uev->func && n >= 1 && n <= 6)
-		ktap_value_int(out, regs_get_kernel_argument(ev->regs, n - 1));
-	else
-		return -ENOENT;
-	return 0;
+	return ktap_probe_arg(vm, uev->u->fetch, ev->regs, n,
+			      uev->func ?: instruction_pointer(ev->regs),
+			      uev->func != 0, instruction_pointer(ev->regs), out);
 }
 
 static int ktap_up_tostring(struct ktap_vm *vm, struct ktap_event *ev,

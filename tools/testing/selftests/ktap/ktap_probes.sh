@@ -422,20 +422,45 @@ else
 fi
 
 # 14. $retval of a return probe: cat of a missing file gets -ENOENT.
+# argN counts the fields of ftrace's kretprobe event, as the original
+# ktap did (__probe_func, __probe_ret_ip, then the arguments): the fetch
+# argument is arg2 (arg3 under -1); without fetch arguments arg2 is the
+# return value. The third figure is 1 when arg0 and arg1 are the
+# function and the return address.
 cat > "$T/kret.kp" <<'EOF'
 trace probe:do_sys_openat2%return fd=$retval:s64 {
 	if (execname == "cat") {
-		printf("RET %d %d\n", e.fd, arg1)
+		var ok = 0
+		if (ARG0 == e.func && ARG1 == e.ret_ip && ARG1 != ARG0) {
+			ok = 1
+		}
+		printf("RET %d %d %d %s\n", e.fd, ARG2, ok, ARG3)
+	}
+}
+trace probe:do_sys_openat2%return {
+	if (execname == "cat") {
+		printf("RETV %d %d %s\n", e.retval, ARG2, ARG3)
 	}
 }
 EOF
-trace_while "$T/kret.kp" "$T/kret.out" sh -c 'cat /nonexistent-ktap 2>/dev/null'
+sed 's/ARG0/arg0/g; s/ARG1/arg1/g; s/ARG2/arg2/g; s/ARG3/arg3/g' \
+	"$T/kret.kp" > "$T/kret0.kp"
+sed 's/ARG0/arg1/g; s/ARG1/arg2/g; s/ARG2/arg3/g; s/ARG3/arg4/g' \
+	"$T/kret.kp" > "$T/kret1.kp"
+trace_while "$T/kret0.kp" "$T/kret.out" sh -c 'cat /nonexistent-ktap 2>/dev/null'
 rc=$?
-if [ $rc = 0 ] && grep -qx 'RET -2 -2' "$T/kret.out"; then
-	ktap_test_pass "kretprobe \$retval: cat of a missing file returns -2"
+KTAP_FLAGS=-1 trace_while "$T/kret1.kp" "$T/kret1.out" \
+	sh -c 'cat /nonexistent-ktap 2>/dev/null'
+rc1=$?
+if [ $rc = 0 ] && [ $rc1 = 0 ] &&
+   grep -qx 'RET -2 -2 1 nil' "$T/kret.out" &&
+   grep -qx 'RETV -2 -2 nil' "$T/kret.out" &&
+   grep -qx 'RET -2 -2 1 nil' "$T/kret1.out" &&
+   grep -qx 'RETV -2 -2 nil' "$T/kret1.out"; then
+	ktap_test_pass "kretprobe \$retval: cat of a missing file returns -2; argN as the original's"
 else
-	sed 's/^/# /' "$T/kret.out" | head -20
-	ktap_test_fail "kretprobe \$retval (rc $rc)"
+	sed 's/^/# /' "$T/kret.out" "$T/kret1.out" | head -20
+	ktap_test_fail "kretprobe \$retval and argN (rc $rc, -1: rc $rc1)"
 fi
 
 # 15. A uprobe wildcard probes each matching function of the binary,
