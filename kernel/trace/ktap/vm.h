@@ -527,7 +527,10 @@ int ktap_main_sleep(struct ktap_exec *x, u32 ms);
 	X(substr,		2, 3, 0)			\
 	X(strcmp,		2, 2, 0)			\
 	X(contains,		2, 2, 0)			\
-	X(join,			1, 2, 0)
+	X(join,			1, 2, 0)			\
+	X(sk_saddr,		1, 1, 0)			\
+	X(sk_daddr,		1, 1, 0)			\
+	X(ntop,			1, 1, 0)
 
 #define __KTAP_BI_ENUM(name, ...)	KTAP_BI_##name,
 enum ktap_builtin {

@@ -24,6 +24,7 @@
 #include <linux/uaccess.h>
 #include <linux/unaligned.h>
 #include <linux/utsname.h>
+#include <net/sock.h>
 #include "vm.h"
 
 #define KTAP_HIST_ROWS		20
@@ -1473,6 +1474,68 @@ static int ktap_bi_user_string(struct ktap_exec *x, struct ktap_value *ret,
 			       struct ktap_value *args, u32 nargs)
 {
 	return ktap_string_from(x, ret, args, true);
+}
+
+/*
+ * sk_saddr(sk) and sk_daddr(sk), ktap 0.4's net.ip_sock_saddr() and
+ * net.ip_sock_daddr(): an IPv4 socket's local and remote address, given
+ * the struct sock pointer a probe saw. The pointer is only a number the
+ * script passed, so every read is _nofault: nil when it cannot be read
+ * or the socket is not AF_INET. The value is the __be32 as it lies in
+ * memory, which ntop() prints.
+ */
+static int ktap_sk_addr(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, const char *name,
+			size_t addr_off)
+{
+	unsigned long sk;
+	unsigned short family;
+	__be32 addr;
+
+	if (args[0].type != KTAP_TINT)
+		return ktap_bad_arg(x, 1, name, "number", &args[0]);
+	sk = (unsigned long)args[0].i;
+	if (copy_from_kernel_nofault(&family, (const void *)(sk +
+				     offsetof(struct sock, sk_family)),
+				     sizeof(family)) ||
+	    family != AF_INET ||
+	    copy_from_kernel_nofault(&addr, (const void *)(sk + addr_off),
+				     sizeof(addr)))
+		return 0;	/* nil */
+	ktap_value_int(ret, (__force u32)addr);
+	return 0;
+}
+
+static int ktap_bi_sk_saddr(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	return ktap_sk_addr(x, ret, args, "sk_saddr",
+			    offsetof(struct sock, sk_rcv_saddr));
+}
+
+static int ktap_bi_sk_daddr(struct ktap_exec *x, struct ktap_value *ret,
+			    struct ktap_value *args, u32 nargs)
+{
+	return ktap_sk_addr(x, ret, args, "sk_daddr",
+			    offsetof(struct sock, sk_daddr));
+}
+
+/* ntop(addr): an IPv4 address from sk_saddr()/sk_daddr() as a.b.c.d. */
+static int ktap_bi_ntop(struct ktap_exec *x, struct ktap_value *ret,
+			struct ktap_value *args, u32 nargs)
+{
+	u8 b[4];
+	u32 v;
+	int n;
+
+	if (args[0].type != KTAP_TINT || args[0].i < 0 || args[0].i > U32_MAX)
+		return ktap_bad_arg(x, 1, "ntop", "IPv4 address (0..0xffffffff)",
+				    &args[0]);
+	v = (u32)args[0].i;
+	memcpy(b, &v, sizeof(b));	/* network order, as in memory */
+	n = snprintf(x->ctx->tmp, sizeof(x->ctx->tmp), "%u.%u.%u.%u",
+		     b[0], b[1], b[2], b[3]);
+	return ktap_ret_str(x, ret, x->ctx->tmp, n);
 }
 
 static int ktap_bi_curr_taskinfo(struct ktap_exec *x, struct ktap_value *ret,

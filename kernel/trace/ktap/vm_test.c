@@ -17,6 +17,7 @@
 #include <linux/kthread.h>
 #include <linux/seq_buf.h>
 #include <linux/string.h>
+#include <net/sock.h>
 #include "vm.h"
 
 #define TB_CODE		512
@@ -1183,7 +1184,8 @@ static const struct {
 	{ "print_log2hist", 1, 1 }, { "hist", 0, 1 }, { "lhist", 3, 4 },
 	{ "stats", 0, 1 }, { "clear", 1, 1 }, { "sprintf", 1, 255 },
 	{ "substr", 2, 3 }, { "strcmp", 2, 2 }, { "contains", 2, 2 },
-	{ "join", 1, 2 },
+	{ "join", 1, 2 }, { "sk_saddr", 1, 1 }, { "sk_daddr", 1, 1 },
+	{ "ntop", 1, 1 },
 };
 
 static const char * const bi_unknown[] = {
@@ -1742,6 +1744,39 @@ static void p_convert(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 0, 0));
 }
 
+/*
+ * sk_saddr/sk_daddr read a socket the script names by address, and only
+ * an AF_INET one; ntop prints the __be32 as it lies in memory.
+ */
+static struct sock t_inet_sock, t_inet6_sock;
+
+static void t_sock_addr(struct tb *tb, struct sock *sk, const char *fn)
+{
+	tb_emit(tb, IBX(LOADK, 3, tb_kint(tb, (s64)(unsigned long)sk)));
+	tb_emit(tb, I(CALLB, 2, 1, tb_builtin(tb, fn)));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "ntop")));
+	tb_print(tb, 1);
+}
+
+static void p_sock(struct tb *tb)
+{
+	t_inet_sock.sk_family = AF_INET;
+	t_inet_sock.sk_rcv_saddr = htonl(0x7f000001);
+	t_inet_sock.sk_daddr = htonl(0x0a000102);
+	t_inet6_sock.sk_family = AF_INET6;
+	t_inet6_sock.sk_rcv_saddr = htonl(0x7f000001);
+	t_sock_addr(tb, &t_inet_sock, "sk_saddr");
+	t_sock_addr(tb, &t_inet_sock, "sk_daddr");
+	/* not AF_INET, and not readable: nil */
+	tb_emit(tb, IBX(LOADK, 2, tb_kint(tb, (s64)(unsigned long)&t_inet6_sock)));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "sk_saddr")));
+	tb_print(tb, 1);
+	tb_emit(tb, IBX(LOADI, 2, 16));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "sk_daddr")));
+	tb_print(tb, 1);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+}
+
 static void p_log2(struct tb *tb)
 {
 	static const s16 in[] = { 0, 1, 5, 4096, -3 }, vals[] = { 1, 5, 6, 40 };
@@ -1787,6 +1822,7 @@ static const struct prog_case prog_cases[] = {
 	{ "several return values", p_multiret, "10\n11\n20\n21\n22\nnil\n30\n" },
 	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
 	{ "tostring tonumber print", p_convert, "12x\n16\nnil\n7\tb\ttrue\n" },
+	{ "sk_saddr sk_daddr ntop", p_sock, "127.0.0.1\n10.0.1.2\nnil\nnil\n" },
 	{ "log2 and print_log2hist", p_log2,
 	  "-1\n"
 	  "0\n"

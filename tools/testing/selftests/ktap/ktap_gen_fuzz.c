@@ -179,7 +179,10 @@ static const struct gen_opinfo opinfo[KTAP_OP__COUNT] = {
 	X(substr,		2, 3, 0)					\
 	X(strcmp,		2, 2, 0)					\
 	X(contains,		2, 2, 0)					\
-	X(join,			1, 2, 0)
+	X(join,			1, 2, 0)					\
+	X(sk_saddr,		1, 1, 0)					\
+	X(sk_daddr,		1, 1, 0)					\
+	X(ntop,			1, 1, 0)
 
 #define GEN_BI_ENUM(bi, lo, hi, fl)	BI_##bi,
 enum { GEN_BUILTINS(GEN_BI_ENUM) BI__COUNT };
