@@ -91,6 +91,9 @@ static const struct kp_builtin kp_builtins[] = {
 	{ "strcmp", 2, 2, 0, KP_BI_CALL, NULL, 0 },
 	{ "contains", 2, 2, 0, KP_BI_CALL, NULL, 0 },
 	{ "join", 1, 2, 0, KP_BI_CALL, NULL, 0 },
+	{ "sk_saddr", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "sk_daddr", 1, 1, 0, KP_BI_CALL, NULL, 0 },
+	{ "ntop", 1, 1, 0, KP_BI_CALL, NULL, 0 },
 	/* ktap 0.1 names: the compiler's only */
 	{ "gettimeofday_us", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns", 1000 },
 	{ "gettimeofday_ms", 0, 0, 0, KP_BI_DIVK, "gettimeofday_ns",
@@ -116,6 +119,26 @@ static const char *const kp_not_bare[] = {
 static const char *const kp_libs[] = {
 	"kdebug", "timer", "ansi", "net", "table", "os",
 };
+
+/* ktap 0.4's net library: each member is one kernel builtin. */
+static const struct {
+	const char	*member;
+	const char	*builtin;
+} kp_net[] = {
+	{ "ip_sock_saddr", "sk_saddr" },
+	{ "ip_sock_daddr", "sk_daddr" },
+	{ "format_ip_addr", "ntop" },
+};
+
+static int net_builtin(const char *member)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(kp_net); i++)
+		if (!strcmp(member, kp_net[i].member))
+			return kp_builtin_find(kp_net[i].builtin);
+	return -1;
+}
 
 struct kp_resolver {
 	struct kp_state	*S;
@@ -739,11 +762,12 @@ static int library_call(struct kp_resolver *R, struct kp_node *call)
 		}
 		kp_suggest(sug, sizeof(sug), member, "sleep");
 	} else if (!strcmp(lib, "net")) {
-		if (!R->collect)
-			kp_error(R->S, f->line, f->col, KP_E_UNSUPPORTED, what,
-				 "it reads kernel structures through the FFI, which ktap leaves out");
-		walk_list(R, call->list);
-		return 1;
+		call->builtin = net_builtin(member);
+		if (call->builtin >= 0) {
+			walk_list(R, call->list);
+			return 1;
+		}
+		kp_suggest(sug, sizeof(sug), member, "ip_sock_saddr");
 	} else {
 		for (i = 0; i < ARRAY_SIZE(kp_ansi); i++)
 			if (!strcmp(member, kp_ansi[i].name)) {
@@ -806,6 +830,51 @@ static void walk_call(struct kp_resolver *R, struct kp_node *n)
 	walk_list(R, n->list);
 }
 
+/*
+ * `net.ip_sock_saddr` as a value (0.4's tcp_ipaddr.kp keeps the net
+ * functions in variables): @n becomes `function (sk) { return
+ * net.ip_sock_saddr(sk) }`, an ordinary one-parameter closure, so no
+ * builtin needs to be a value in the VM.
+ */
+static void net_function(struct kp_resolver *R, struct kp_node *n)
+{
+	struct kp_state *S = R->S;
+	struct kp_func *fn = kp_alloc(&S->arena, sizeof(*fn));
+	struct kp_var *v = kp_alloc(&S->arena, sizeof(*v));
+	struct kp_node *body = kp_node_new(S, KP_N_BLOCK, n->line, n->col);
+	struct kp_node *ret = kp_node_new(S, KP_N_RETURN, n->line, n->col);
+	struct kp_node *call = kp_node_new(S, KP_N_CALL, n->line, n->col);
+	struct kp_node *field = kp_node_new(S, KP_N_FIELD, n->line, n->col);
+	struct kp_node *arg = kp_node_new(S, KP_N_NAME, n->line, n->col);
+	char what[64];
+
+	v->name = "sk";
+	v->line = n->line;
+	v->col = n->col;
+	v->reg = -1;
+	arg->str.s = v->name;
+	arg->str.len = (uint32_t)strlen(v->name);
+	field->a = n->a;
+	field->str = n->str;
+	call->a = field;
+	call->list = arg;
+	call->builtin = -1;
+	ret->list = call;
+	body->list = ret;
+	snprintf(what, sizeof(what), "net.%s", n->str.s);
+	fn->name = kp_strndup(&S->arena, what, strlen(what));
+	fn->line = n->line;
+	fn->col = n->col;
+	fn->end_line = n->line;
+	fn->parent = R->fn;
+	fn->params = v;
+	fn->nparams = 1;
+	fn->body = body;
+	n->kind = KP_N_FUNC;
+	n->fn = fn;
+	n->a = NULL;
+}
+
 static void walk_expr(struct kp_resolver *R, struct kp_node *n)
 {
 	struct kp_node *t;
@@ -825,9 +894,10 @@ static void walk_expr(struct kp_resolver *R, struct kp_node *n)
 		if (!strcmp(n->str.s, "set_retval"))
 			R->nretval++;
 		if (!R->collect && n->a->kind == KP_N_NAME &&
-		    !strcmp(n->a->str.s, "net") && !is_variable(R, "net")) {
-			kp_error(R->S, n->line, n->col, KP_E_UNSUPPORTED,
-				 "net", "it reads kernel structures through the FFI, which ktap leaves out");
+		    !strcmp(n->a->str.s, "net") && !is_variable(R, "net") &&
+		    net_builtin(n->str.s) >= 0) {
+			net_function(R, n);
+			walk_func(R, n->fn);
 			break;
 		}
 		walk_expr(R, n->a);

@@ -29,7 +29,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 17
+ktap_set_plan 18
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -619,6 +619,32 @@ else
 		sed 's/^/# /' "$T/hotplug.out" | head -20
 		ktap_test_fail "per-CPU events on a CPU onlined after start"
 	fi
+fi
+
+# 18. ktap 0.4's net library on a real socket: bash sends a datagram
+# on a UDP socket connected to 127.0.0.1 (bound by the connect to
+# 127.0.0.1 too); udp_sendmsg's first argument is its struct sock.
+# net.* kept in variables (as 0.4's tcp_ipaddr.kp does), called
+# directly, and the modern names; an address that cannot be read gives nil.
+cat > "$T/net.kp" <<'EOF'
+var ip_sock_saddr = net.ip_sock_saddr
+var format_ip_addr = net.format_ip_addr
+trace probe:udp_sendmsg sk=%di {
+	if (execname == "bash") {
+		printf("NET %s %s %s %s\n", format_ip_addr(ip_sock_saddr(e.sk)),
+		       net.format_ip_addr(net.ip_sock_daddr(e.sk)),
+		       ntop(sk_daddr(arg1)), tostring(sk_saddr(16)))
+	}
+}
+EOF
+trace_while "$T/net.kp" "$T/net.out" \
+	bash -c 'echo ktap > /dev/udp/127.0.0.1/9' 2>/dev/null
+rc=$?
+if [ $rc = 0 ] && grep -qx 'NET 127.0.0.1 127.0.0.1 127.0.0.1 nil' "$T/net.out"; then
+	ktap_test_pass "net.ip_sock_saddr/daddr, format_ip_addr on a UDP socket"
+else
+	sed 's/^/# /' "$T/net.out" | head -20
+	ktap_test_fail "net library on a UDP socket (rc $rc)"
 fi
 
 ktap_finished
