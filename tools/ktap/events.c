@@ -475,6 +475,23 @@ static int valid_sym(const char *s, int glob)
 	return 1;
 }
 
+/* Add a probe of @type for @spec; @target (@tlen bytes) or none. */
+static uint32_t probe_add(struct kp_state *S, enum ktap_probe_type type,
+			  const char *spec, const char *target, size_t tlen,
+			  uint64_t arg, uint32_t attr)
+{
+	struct ktap_bc_probe p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = target ? kp_strtab(S, target, (uint32_t)tlen) :
+			    KTAP_BC_NO_STR;
+	p.arg = arg;
+	p.attr = attr;
+	return kp_probe_add(S, &p);
+}
+
 static uint32_t kp_add_kprobe(struct kp_state *S, const char *spec,
 			      const char *sym, uint64_t off, int ret)
 {
@@ -632,6 +649,20 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 		return 0;
 	}
 	if (found.n > KP_MAX_KPROBE_GLOB) {
+		/*
+		 * Too many for one kprobe each (the original's "probe:*"
+		 * sample); a plain entry wildcard is what the function
+		 * tracer does with a single ftrace_ops and filter, so that
+		 * is what it becomes. An offset, a return probe or fetch
+		 * arguments need kprobes.
+		 */
+		if (!off && !plus && !ret && !end[strspn(end, " \t")]) {
+			kp_warn(S, line, col, KP_E_GLOB_FTRACE, sym,
+				(int)found.n, KP_MAX_KPROBE_GLOB, sym);
+			*first = probe_add(S, KTAP_PROBE_FTRACE, spec, sym,
+					   strlen(sym), 0, 0);
+			return 1;
+		}
 		kp_error(S, line, col, KP_E_GLOB_MANY, sym, (int)found.n,
 			 KP_MAX_KPROBE_GLOB);
 		return 0;
@@ -1206,23 +1237,6 @@ static uint32_t sdt_resolve(struct kp_state *S, const char *spec,
 	}
 	*first = m.first;
 	return m.n;
-}
-
-/* Add a probe of @type for @spec; @target (@tlen bytes) or none. */
-static uint32_t probe_add(struct kp_state *S, enum ktap_probe_type type,
-			  const char *spec, const char *target, size_t tlen,
-			  uint64_t arg, uint32_t attr)
-{
-	struct ktap_bc_probe p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = type;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = target ? kp_strtab(S, target, (uint32_t)tlen) :
-			    KTAP_BC_NO_STR;
-	p.arg = arg;
-	p.attr = attr;
-	return kp_probe_add(S, &p);
 }
 
 /* ---- perf events and watchpoints ---- */

@@ -107,6 +107,10 @@
 	E(NO_MATCH,	"no event matches '%s'")			\
 	E(UNKNOWN_FUNC,	"unknown kernel function '%s'%s")		\
 	E(GLOB_MANY,	"'%s' matches %d functions (limit %d)")	\
+	E(GLOB_FTRACE,	"'%s' matches %d functions, more than %d kprobes: " \
+			"traced as ftrace:function:%s instead (one ftrace_ops; " \
+			"arg0 is the function, arg1 its caller, argstr " \
+			"'func <-caller')")				\
 	E(NO_TRACEFS,	"cannot read %s: %s")				\
 	E(UNSUPPORTED,	"'%s' is not supported: %s")			\
 	E(UPROBE,	"uprobe '%s': %s")				\

@@ -29,7 +29,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 18
+ktap_set_plan 19
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -645,6 +645,37 @@ if [ $rc = 0 ] && grep -qx 'NET 127.0.0.1 127.0.0.1 127.0.0.1 nil' "$T/net.out";
 else
 	sed 's/^/# /' "$T/net.out" | head -20
 	ktap_test_fail "net library on a UDP socket (rc $rc)"
+fi
+
+# 19. A kprobe wildcard over more functions than kprobes may take (the
+# original's "probe:*" sample: every function) is traced through the
+# function tracer, one ftrace_ops, with a warning that says so. exit()
+# after 100 events keeps this short: every function is traced meanwhile.
+cat > "$T/all.kp" <<'EOF'
+var n = 0
+var first = nil
+trace probe:* {
+	n += 1
+	if (first == nil) {
+		first = argstr
+	}
+	if (n >= 100) {
+		exit()
+	}
+}
+trace_end {
+	printf("ALL %d %s\n", n, first)
+}
+EOF
+timeout 120 "$KTAP" "$T/all.kp" > "$T/all.out" 2>&1
+rc=$?
+if [ $rc = 0 ] &&
+   grep -q "warning: '\*' matches [0-9]* functions, more than 4096 kprobes: traced as ftrace:function:\* instead" "$T/all.out" &&
+   grep -Eq '^ALL [0-9]{3,} [A-Za-z0-9_.]+ <-[A-Za-z0-9_.]+$' "$T/all.out"; then
+	ktap_test_pass "probe:* over every function: traced through one ftrace_ops ($(grep '^ALL' "$T/all.out"))"
+else
+	sed 's/^/# /' "$T/all.out" | head -20
+	ktap_test_fail "probe:* over every function (rc $rc)"
 fi
 
 ktap_finished
