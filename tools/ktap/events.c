@@ -927,6 +927,41 @@ static uint32_t uprobe_glob(struct kp_state *S, const char *spec,
 	return n;
 }
 
+/*
+ * Scripts name libraries where their distribution keeps them (the
+ * original's samples say /lib64/libc.so.6, a Fedora path; Debian has
+ * /lib/x86_64-linux-gnu/libc.so.6). When @path (@size bytes) is a
+ * missing shared library, look for the same file name in the usual
+ * library directories and, found, use it with a warning at @line:@col.
+ */
+static void lib_fallback(struct kp_state *S, char *path, size_t size,
+			 uint32_t line, uint32_t col)
+{
+	static const char *const dirs[] = {
+#if defined(__x86_64__)
+		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+		"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+#endif
+		"/lib64", "/usr/lib64", "/lib", "/usr/lib",
+	};
+	const char *base = strrchr(path, '/');
+	char found[1024];
+	size_t i;
+
+	if (!base || !strstr(base, ".so") || !access(path, F_OK) ||
+	    errno != ENOENT)
+		return;
+	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(found, sizeof(found), "%s%s", dirs[i], base);
+		if (strlen(found) < size && !access(found, R_OK)) {
+			kp_warn(S, line, col, KP_E_LIB_MOVED, path, found);
+			strcpy(path, found);
+			return;
+		}
+	}
+}
+
 static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 			       const char *rest, uint32_t line, uint32_t col,
 			       uint32_t *first)
@@ -955,6 +990,7 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 	}
 	memcpy(path, rest, (size_t)(colon - rest));
 	path[colon - rest] = '\0';
+	lib_fallback(S, path, sizeof(path), line, col);
 	len = (size_t)(end - colon - 1);
 	memcpy(sym, colon + 1, len);
 	sym[len] = '\0';
@@ -1187,7 +1223,7 @@ static int sdt_match_cb(void *arg, const struct sdt_note *note)
 static uint32_t sdt_resolve(struct kp_state *S, const char *spec,
 			    uint32_t line, uint32_t col, uint32_t *first)
 {
-	char buf[1400], msg[1500];
+	char buf[1400], path[1400], msg[1500];
 	struct sdt_match m = {
 		.S = S, .spec = spec, .line = line, .col = col,
 	};
@@ -1217,9 +1253,11 @@ static uint32_t sdt_resolve(struct kp_state *S, const char *spec,
 	} else {
 		m.name_glob = c1 + 1;
 	}
-	m.path = buf;
-	if (kp_elf_open(&elf, buf, &why)) {
-		snprintf(msg, sizeof(msg), "%s: %s", buf, why);
+	snprintf(path, sizeof(path), "%s", buf);
+	lib_fallback(S, path, sizeof(path), line, col);
+	m.path = path;
+	if (kp_elf_open(&elf, path, &why)) {
+		snprintf(msg, sizeof(msg), "%s: %s", path, why);
 		kp_error(S, line, col, KP_E_USDT, spec, msg);
 		return 0;
 	}
@@ -1230,8 +1268,8 @@ static uint32_t sdt_resolve(struct kp_state *S, const char *spec,
 		return 0;
 	if (!m.n) {
 		snprintf(msg, sizeof(msg),
-			 "no such probe in %.600s (ktap -lm %.600s lists them)", buf,
-			 buf);
+			 "no such probe in %.600s (ktap -lm %.600s lists them)", path,
+			 path);
 		kp_error(S, line, col, KP_E_USDT, spec, msg);
 		return 0;
 	}

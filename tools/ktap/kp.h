@@ -114,6 +114,8 @@
 	E(NO_TRACEFS,	"cannot read %s: %s")				\
 	E(UNSUPPORTED,	"'%s' is not supported: %s")			\
 	E(UPROBE,	"uprobe '%s': %s")				\
+	E(LIB_MOVED,	"%s does not exist: using %s, the library of that " \
+			"name on this system")				\
 	E(FETCH,	"argument '%s' of '%s': %s")			\
 	E(FETCH_MANY,	"too many fetch arguments in the script (limit %d)") \
 	E(USDT,		"USDT probe '%s': %s")				\

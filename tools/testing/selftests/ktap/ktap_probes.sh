@@ -29,7 +29,7 @@ ktap_print_header
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
 [ -x "$WORKLOAD" ] || { ktap_skip_all "$WORKLOAD not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 19
+ktap_set_plan 20
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -676,6 +676,37 @@ if [ $rc = 0 ] &&
 else
 	sed 's/^/# /' "$T/all.out" | head -20
 	ktap_test_fail "probe:* over every function (rc $rc)"
+fi
+
+# 20. A library named where another distribution keeps it (the
+# original's samples say /lib64/libc.so.6, a Fedora path) is looked up
+# by file name in this system's library directories, with a warning.
+LIBC=$(ldd "$(command -v ls)" 2>/dev/null | awk '/libc\.so/ { print $3 }')
+cat > "$T/libc.kp" <<'EOF'
+var n = 0
+trace probe:/lib64/libc.so.6:malloc {
+	n += 1
+}
+trace_end {
+	if (n > 0) {
+		print("MALLOC seen")
+	}
+}
+EOF
+if [ -e /lib64/libc.so.6 ] || [ -z "$LIBC" ] || [ "$(basename "$LIBC")" != libc.so.6 ]; then
+	ktap_test_skip "/lib64/libc.so.6 exists here (or no libc.so.6)"
+else
+	timeout 120 "$KTAP" "$T/libc.kp" -- ls / > "$T/libc.out" 2>&1
+	rc=$?
+	lib=$(readlink -f "$LIBC")
+	if [ $rc = 0 ] &&
+	   grep -q "warning: /lib64/libc.so.6 does not exist: using /.*/libc.so.6, the library of that name on this system" "$T/libc.out" &&
+	   grep -qx 'MALLOC seen' "$T/libc.out"; then
+		ktap_test_pass "/lib64/libc.so.6 found as this system's libc ($lib)"
+	else
+		grep -v '^[a-z0-9+_.-]*$' "$T/libc.out" | sed 's/^/# /' | head -20
+		ktap_test_fail "library of another distribution's path (rc $rc)"
+	fi
 fi
 
 ktap_finished
