@@ -28,11 +28,12 @@ const char *kp_tracefs(struct kp_state *S)
 	static const char *const roots[] = {
 		"/sys/kernel/tracing", "/sys/kernel/debug/tracing",
 	};
+	const char *env = S ? S->tracefs : getenv("KTAP_TRACEFS");
 	char path[512];
 	size_t i;
 
-	if (S && S->tracefs && *S->tracefs)
-		return S->tracefs;
+	if (env && *env)
+		return env;
 	for (i = 0; i < ARRAY_SIZE(roots); i++) {
 		snprintf(path, sizeof(path), "%s/events", roots[i]);
 		if (!access(path, X_OK))

@@ -143,6 +143,10 @@ check "-o FILE writes the listing" sh -c \
 	"'$KTAP' -b -o '$OUT/o.txt' samples/syscalls.kp && grep -q ATTACH '$OUT/o.txt'"
 check "-le lists events matching a glob" sh -c \
 	"'$KTAP' -le 'sched:*' | grep -qx 'sched:sched_switch' && ! '$KTAP' -le 'sched:*' | grep -q syscalls"
+check "-lk lists the kprobe-able functions a glob matches" sh -c \
+	"'$KTAP' -lk 'vfs_*' | grep -qx 'probe:vfs_read' && ! '$KTAP' -lk 'vfs_*' | grep -qv '^probe:vfs_'"
+check "-lp lists software and hardware perf events" sh -c \
+	"'$KTAP' -lp | grep -qx 'software:page-faults' && '$KTAP' -lp | grep -qx 'hardware:instructions'"
 check "script arguments end at --" sh -c \
 	"'$KTAP' -b -e 'print(arg[1], arg[2])' x -- true | grep -q 'k1 ; \"x\"'"
 check "-p needs a number" sh -c "! '$KTAP' -p abc -e 'print(1)' 2>/dev/null"
