@@ -493,14 +493,15 @@ static uint32_t probe_add(struct kp_state *S, enum ktap_probe_type type,
 	return kp_probe_add(S, &p);
 }
 
+/* A kprobe on @sym+@off; @flags are KTAP_PROBE_F_*. */
 static uint32_t kp_add_kprobe(struct kp_state *S, const char *spec,
-			      const char *sym, uint64_t off, int ret)
+			      const char *sym, uint64_t off, uint32_t flags)
 {
 	struct ktap_bc_probe p;
 
 	memset(&p, 0, sizeof(p));
 	p.type = KTAP_PROBE_KPROBE;
-	p.flags = ret ? KTAP_PROBE_F_RETURN : 0;
+	p.flags = flags;
 	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
 	p.target = kp_strtab(S, sym, (uint32_t)strlen(sym));
 	p.arg = off;
@@ -624,7 +625,8 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 		} else if (!kfunc_check(S, sym, line, col)) {
 			return 0;
 		}
-		*first = kp_add_kprobe(S, spec, sym, off, ret);
+		*first = kp_add_kprobe(S, spec, sym, off,
+				       ret ? KTAP_PROBE_F_RETURN : 0);
 		return 1;
 	}
 	funcs = kernel_functions(S);
@@ -674,8 +676,9 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 
 		if (i && !strcmp(found.v[i], found.v[i - 1]))
 			continue;
-		idx = kp_add_kprobe(S, spec, found.v[i], off, ret);
-		S->img->probes[idx].flags |= KTAP_PROBE_F_WILDCARD;
+		idx = kp_add_kprobe(S, spec, found.v[i], off,
+				    KTAP_PROBE_F_WILDCARD |
+				    (ret ? KTAP_PROBE_F_RETURN : 0));
 		if (!n++)
 			*first = idx;
 	}
@@ -831,15 +834,16 @@ static int sym_find_cb(void *arg, const char *name, uint64_t value,
 	return 0;
 }
 
+/* A uprobe at @path's @off (semaphore @sema); @flags are KTAP_PROBE_F_*. */
 static uint32_t add_uprobe(struct kp_state *S, const char *spec,
 			   const char *path, uint64_t off, uint32_t sema,
-			   int ret)
+			   uint32_t flags)
 {
 	struct ktap_bc_probe p;
 
 	memset(&p, 0, sizeof(p));
 	p.type = KTAP_PROBE_UPROBE;
-	p.flags = ret ? KTAP_PROBE_F_RETURN : 0;
+	p.flags = flags;
 	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
 	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
 	p.arg = off;
@@ -917,8 +921,8 @@ static uint32_t uprobe_glob(struct kp_state *S, const char *spec,
 		/* the event is named after the function it hit */
 		snprintf(one, sizeof(one), "probe:%s:%s%s", path, g.v[i].name,
 			 ret ? "%return" : "");
-		idx = add_uprobe(S, one, path, off, 0, ret);
-		S->img->probes[idx].flags |= KTAP_PROBE_F_WILDCARD;
+		idx = add_uprobe(S, one, path, off, 0, KTAP_PROBE_F_WILDCARD |
+				 (ret ? KTAP_PROBE_F_RETURN : 0));
 		if (!n++)
 			*first = idx;
 	}
@@ -1018,7 +1022,8 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 				 "bad hexadecimal offset");
 			return 0;
 		}
-		*first = add_uprobe(S, spec, path, off, 0, ret);
+		*first = add_uprobe(S, spec, path, off, 0,
+				    ret ? KTAP_PROBE_F_RETURN : 0);
 		return 1;
 	}
 	if (!valid_sym(sym, 1)) {
@@ -1058,7 +1063,8 @@ static uint32_t uprobe_resolve(struct kp_state *S, const char *spec,
 		}
 	}
 	kp_elf_close(&elf);
-	*first = add_uprobe(S, spec, path, off, 0, ret);
+	*first = add_uprobe(S, spec, path, off, 0,
+			    ret ? KTAP_PROBE_F_RETURN : 0);
 	return 1;
 }
 
