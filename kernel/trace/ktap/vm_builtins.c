@@ -22,7 +22,6 @@
 #include <linux/sort.h>
 #include <linux/stacktrace.h>
 #include <linux/uaccess.h>
-#include <linux/unaligned.h>
 #include <linux/utsname.h>
 #include <net/sock.h>
 #include "vm.h"
@@ -671,15 +670,15 @@ static int ktap_bi_execname(struct ktap_exec *x, struct ktap_value *ret,
 {
 	const char *comm = current->comm;
 	struct ktap_ctx *ctx = x->ctx;
-	u64 w0, w1;
+	u64 w[2];
 	size_t len;
 	struct ktap_str *s;
 
-	BUILD_BUG_ON(sizeof(current->comm) != sizeof(ctx->comm_raw));
-	w0 = get_unaligned((const u64 *)comm);
-	w1 = get_unaligned((const u64 *)comm + 1);
+	BUILD_BUG_ON(sizeof(current->comm) != sizeof(w));
+	/* two loads; a u64 cast of comm made GCC see an 8-byte object */
+	memcpy(w, comm, sizeof(w));
 	s = ctx->comm;
-	if (likely(s && ctx->comm_raw[0] == w0 && ctx->comm_raw[1] == w1)) {
+	if (likely(s && ctx->comm_raw[0] == w[0] && ctx->comm_raw[1] == w[1])) {
 		ktap_set_obj(ret, KTAP_TSTR, s);
 		return 0;
 	}
@@ -688,8 +687,8 @@ static int ktap_bi_execname(struct ktap_exec *x, struct ktap_value *ret,
 	if (!s)
 		return ktap_ret_str(x, ret, comm, len);
 	ctx->comm = s;
-	ctx->comm_raw[0] = w0;
-	ctx->comm_raw[1] = w1;
+	ctx->comm_raw[0] = w[0];
+	ctx->comm_raw[1] = w[1];
 	ktap_set_obj(ret, KTAP_TSTR, s);
 	return 0;
 }
