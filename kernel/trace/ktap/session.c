@@ -842,19 +842,13 @@ static void ktap_attach_failed(struct ktap_session *sess,
 
 /*
  * A kprobe or uprobe the compiler expanded from a wildcard
- * (KTAP_PROBE_F_WILDCARD; for kprobes also a spec with globs): a
- * function that cannot be probed (on the kprobe blacklist, in an entry
- * section, starting with an instruction uprobes cannot step) is skipped
- * and counted, not an error.
+ * (KTAP_PROBE_F_WILDCARD): a function that cannot be probed (on the
+ * kprobe blacklist, in an entry section, starting with an instruction
+ * uprobes cannot step) is skipped and counted, not an error.
  */
-static bool ktap_probe_wild(struct ktap_session *sess,
-			    const struct ktap_handler *h)
+static bool ktap_probe_wild(const struct ktap_handler *h)
 {
-	const char *spec = ktap_vm_str(sess->hot.vm, h->bp->spec);
-
-	if (h->bp->flags & KTAP_PROBE_F_WILDCARD)
-		return true;
-	return h->bp->type == KTAP_PROBE_KPROBE && spec && strpbrk(spec, "*?");
+	return h->bp->flags & KTAP_PROBE_F_WILDCARD;
 }
 
 /*
@@ -877,20 +871,18 @@ static int ktap_attach_all(struct ktap_session *sess)
 		}
 		tried++;
 		ret = ktap_handler_attach(h);
-		if (ret && ktap_probe_wild(sess, h) && ret != -ENOMEM) {
+		if (ret && ktap_probe_wild(h) && ret != -ENOMEM) {
+			/* a uprobe's target is the path, already in the spec */
+			bool name = h->bp->type != KTAP_PROBE_UPROBE;
+
 			h->skipped = true;
 			skipped++;
-			if (h->bp->type == KTAP_PROBE_UPROBE)
-				ktap_session_skipped(sess,
-						     "ktap: probe '%s' skipped (error %pe)\n",
-						     ktap_vm_str(sess->hot.vm, h->bp->spec),
-						     ERR_PTR(ret));
-			else
-				ktap_session_skipped(sess,
-						     "ktap: probe '%s': %s skipped (error %pe)\n",
-						     ktap_vm_str(sess->hot.vm, h->bp->spec),
-						     ktap_vm_str(sess->hot.vm, h->bp->target),
-						     ERR_PTR(ret));
+			ktap_session_skipped(sess,
+					     "ktap: probe '%s'%s%s skipped (error %pe)\n",
+					     ktap_vm_str(sess->hot.vm, h->bp->spec),
+					     name ? ": " : "",
+					     name ? ktap_vm_str(sess->hot.vm, h->bp->target) : "",
+					     ERR_PTR(ret));
 			continue;
 		}
 		if (ret) {
