@@ -906,6 +906,23 @@ static int ktap_common_field(struct ktap_tp_event *tev, const char *name,
 	return 0;
 }
 
+/* How a format field that holds an integer is loaded; NONE for others. */
+static enum ktap_field_load_type
+ktap_field_int_type(const struct ftrace_event_field *f)
+{
+	switch (f->size) {
+	case 1:
+		return f->is_signed ? KTAP_FL_S8 : KTAP_FL_U8;
+	case 2:
+		return f->is_signed ? KTAP_FL_S16 : KTAP_FL_U16;
+	case 4:
+		return f->is_signed ? KTAP_FL_S32 : KTAP_FL_U32;
+	case 8:
+		return KTAP_FL_64;
+	}
+	return KTAP_FL_NONE;
+}
+
 /* Decode one field of a record into a script value. */
 static int ktap_field_value(struct ktap_vm *vm, struct ktap_tp_event *tev,
 			    struct ftrace_event_field *f,
@@ -914,6 +931,7 @@ static int ktap_field_value(struct ktap_vm *vm, struct ktap_tp_event *tev,
 	const char *rec = ktap_tp_rec(tev);
 	const char *p = rec + f->offset;
 	u32 loc, off, len;
+	s64 v;
 
 	if (f->offset < 0 || f->size < 0 || f->offset + f->size > tev->ev.rec_size)
 		return -ENOENT;
@@ -938,24 +956,11 @@ static int ktap_field_value(struct ktap_vm *vm, struct ktap_tp_event *tev,
 		break;
 	}
 
-	switch (f->size) {
-	case 1:
-		ktap_value_int(out, f->is_signed ? *(s8 *)p : *(u8 *)p);
-		return 0;
-	case 2:
-		ktap_value_int(out, f->is_signed ? *(s16 *)p : *(u16 *)p);
-		return 0;
-	case 4:
-		ktap_value_int(out, f->is_signed ? get_unaligned((s32 *)p) :
-						   get_unaligned((u32 *)p));
-		return 0;
-	case 8:
-		ktap_value_int(out, get_unaligned((s64 *)p));
-		return 0;
-	default:
-		/* Arrays and structs have no script value. */
+	/* arrays and structs have no script value */
+	if (!ktap_field_load_value(p, ktap_field_int_type(f), &v))
 		return -ENOENT;
-	}
+	ktap_value_int(out, v);
+	return 0;
 }
 
 static int ktap_tp_field(struct ktap_vm *vm, struct ktap_event *ev,
@@ -1126,22 +1131,9 @@ static struct ktap_field_load ktap_tp_field_load(enum ktap_sc_kind sc_kind,
 	}
 	if (f->offset < 0 || f->size <= 0 || f->offset + f->size > U16_MAX)
 		return ld;
-	switch (f->size) {
-	case 1:
-		ld.type = f->is_signed ? KTAP_FL_S8 : KTAP_FL_U8;
-		break;
-	case 2:
-		ld.type = f->is_signed ? KTAP_FL_S16 : KTAP_FL_U16;
-		break;
-	case 4:
-		ld.type = f->is_signed ? KTAP_FL_S32 : KTAP_FL_U32;
-		break;
-	case 8:
-		ld.type = KTAP_FL_64;
-		break;
-	default:
+	ld.type = ktap_field_int_type(f);
+	if (ld.type == KTAP_FL_NONE)
 		return ld;
-	}
 	ld.base = KTAP_FL_REC;
 	ld.off = f->offset;
 	ld.end = f->offset + f->size;

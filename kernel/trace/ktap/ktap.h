@@ -20,6 +20,7 @@
 
 #include <linux/types.h>
 #include <linux/seq_buf.h>
+#include <linux/unaligned.h>
 #include <uapi/linux/ktap.h>
 
 struct ktap_vm;
@@ -150,6 +151,46 @@ struct ktap_field_load {
 	u8	type;
 	u8	base;
 } __aligned(8);
+
+/**
+ * ktap_field_load_value() - the integer a direct load of @type reads at @src
+ * @src: first byte of the value, any alignment
+ * @type: enum ktap_field_load_type
+ * @v: the value, sign- or zero-extended
+ *
+ * The one decoding of a load type, for EVFIELD's fast path and for the
+ * tracing side's reads of the same fields by name.
+ *
+ * Return: false for KTAP_FL_NONE or an unknown type (@v untouched).
+ */
+static __always_inline bool ktap_field_load_value(const void *src, u8 type,
+						  s64 *v)
+{
+	switch (type) {
+	case KTAP_FL_64:
+		*v = get_unaligned((const s64 *)src);
+		return true;
+	case KTAP_FL_S32:
+		*v = get_unaligned((const s32 *)src);
+		return true;
+	case KTAP_FL_U32:
+		*v = get_unaligned((const u32 *)src);
+		return true;
+	case KTAP_FL_S16:
+		*v = get_unaligned((const s16 *)src);
+		return true;
+	case KTAP_FL_U16:
+		*v = get_unaligned((const u16 *)src);
+		return true;
+	case KTAP_FL_S8:
+		*v = *(const s8 *)src;
+		return true;
+	case KTAP_FL_U8:
+		*v = *(const u8 *)src;
+		return true;
+	}
+	return false;
+}
 
 /**
  * struct ktap_field_loads - direct loads of the image's fields in one event

@@ -1131,32 +1131,8 @@ op_EVFIELD: {
 	src = ld->base == KTAP_FL_REGS ? (const char *)ev->regs : ev->rec;
 	if (unlikely(!src || ld->end > ev->rec_size))
 		goto evfield_call;
-	src += ld->off;
-	switch (ld->type) {
-	case KTAP_FL_64:
-		v = get_unaligned((const s64 *)src);
-		break;
-	case KTAP_FL_S32:
-		v = get_unaligned((const s32 *)src);
-		break;
-	case KTAP_FL_U32:
-		v = get_unaligned((const u32 *)src);
-		break;
-	case KTAP_FL_S16:
-		v = get_unaligned((const s16 *)src);
-		break;
-	case KTAP_FL_U16:
-		v = get_unaligned((const u16 *)src);
-		break;
-	case KTAP_FL_S8:
-		v = *(const s8 *)src;
-		break;
-	case KTAP_FL_U8:
-		v = *(const u8 *)src;
-		break;
-	default:
+	if (unlikely(!ktap_field_load_value(src + ld->off, ld->type, &v)))
 		goto evfield_call;
-	}
 	ktap_value_int(RA, v);
 	goto next;
 }

@@ -1478,7 +1478,8 @@ int seq_buf_putmem(struct seq_buf *s, const void *mem, unsigned int len);
 
 /* Unaligned access. */
 #define get_unaligned(p)						\
-	({ __typeof__(*(p)) __v; memcpy(&__v, (p), sizeof(__v)); __v; })
+	({ union { __typeof__(*(p)) v; unsigned char b[sizeof(*(p))]; } __u; \
+	   memcpy(__u.b, (p), sizeof(__u.b)); __u.v; })
 #define put_unaligned(v, p)						\
 	do { __typeof__(*(p)) __v = (v); memcpy((p), &__v, sizeof(__v)); } while (0)
 
