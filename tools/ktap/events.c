@@ -42,6 +42,27 @@ const char *kp_tracefs(struct kp_state *S)
 	return roots[0];
 }
 
+/*
+ * Add a probe of @type for @spec with @flags (KTAP_PROBE_F_*); @target
+ * (@tlen bytes) or none.
+ */
+static uint32_t probe_add(struct kp_state *S, enum ktap_probe_type type,
+			  uint32_t flags, const char *spec, const char *target,
+			  size_t tlen, uint64_t arg, uint32_t attr)
+{
+	struct ktap_bc_probe p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	p.flags = flags;
+	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
+	p.target = target ? kp_strtab(S, target, (uint32_t)tlen) :
+			    KTAP_BC_NO_STR;
+	p.arg = arg;
+	p.attr = attr;
+	return kp_probe_add(S, &p);
+}
+
 /* A sorted list of names. */
 struct kp_names {
 	char		**v;
@@ -239,7 +260,6 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 	const char *colon = strchr(pat, ':'), *c;
 	uint32_t nevents = 0, i, j;
 	struct kp_evinfo real = { 0 };
-	struct ktap_bc_probe p;
 
 	if (colon) {
 		snprintf(sysglob, sizeof(sysglob), "%.*s",
@@ -325,13 +345,10 @@ static uint32_t tp_resolve(struct kp_state *S, const char *spec,
 		kp_error(S, line, col, KP_E_NO_MATCH, pat);
 		return 0;
 	}
-	memset(&p, 0, sizeof(p));
-	p.type = KTAP_PROBE_TRACEPOINT;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
 	/* the kernel expands the pattern itself, as split here */
 	snprintf(path, sizeof(path), "%s:%s", sysglob, evglob);
-	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
-	*first = kp_probe_add(S, &p);
+	*first = probe_add(S, KTAP_PROBE_TRACEPOINT, 0, spec, path,
+			   strlen(path), 0, 0);
 	tp_fields(S, ev, &real, nevents, *first);
 	return 1;
 }
@@ -476,36 +493,12 @@ static int valid_sym(const char *s, int glob)
 	return 1;
 }
 
-/* Add a probe of @type for @spec; @target (@tlen bytes) or none. */
-static uint32_t probe_add(struct kp_state *S, enum ktap_probe_type type,
-			  const char *spec, const char *target, size_t tlen,
-			  uint64_t arg, uint32_t attr)
-{
-	struct ktap_bc_probe p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = type;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = target ? kp_strtab(S, target, (uint32_t)tlen) :
-			    KTAP_BC_NO_STR;
-	p.arg = arg;
-	p.attr = attr;
-	return kp_probe_add(S, &p);
-}
-
 /* A kprobe on @sym+@off; @flags are KTAP_PROBE_F_*. */
 static uint32_t kp_add_kprobe(struct kp_state *S, const char *spec,
 			      const char *sym, uint64_t off, uint32_t flags)
 {
-	struct ktap_bc_probe p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = KTAP_PROBE_KPROBE;
-	p.flags = flags;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = kp_strtab(S, sym, (uint32_t)strlen(sym));
-	p.arg = off;
-	return kp_probe_add(S, &p);
+	return probe_add(S, KTAP_PROBE_KPROBE, flags, spec, sym, strlen(sym),
+			 off, 0);
 }
 
 /*
@@ -659,10 +652,10 @@ static uint32_t kprobe_resolve(struct kp_state *S, const char *spec,
 		 * is what it becomes. An offset, a return probe or fetch
 		 * arguments need kprobes.
 		 */
-		if (!off && !plus && !ret && !end[strspn(end, " \t")]) {
+		if (!plus && !ret && !end[strspn(end, " \t")]) {
 			kp_warn(S, line, col, KP_E_GLOB_FTRACE, sym,
 				(int)found.n, KP_MAX_KPROBE_GLOB, sym);
-			*first = probe_add(S, KTAP_PROBE_FTRACE, spec, sym,
+			*first = probe_add(S, KTAP_PROBE_FTRACE, 0, spec, sym,
 					   strlen(sym), 0, 0);
 			return 1;
 		}
@@ -839,16 +832,8 @@ static uint32_t add_uprobe(struct kp_state *S, const char *spec,
 			   const char *path, uint64_t off, uint32_t sema,
 			   uint32_t flags)
 {
-	struct ktap_bc_probe p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = KTAP_PROBE_UPROBE;
-	p.flags = flags;
-	p.spec = kp_strtab(S, spec, (uint32_t)strlen(spec));
-	p.target = kp_strtab(S, path, (uint32_t)strlen(path));
-	p.arg = off;
-	p.attr = sema;
-	return kp_probe_add(S, &p);
+	return probe_add(S, KTAP_PROBE_UPROBE, flags, spec, path,
+			 strlen(path), off, sema);
 }
 
 /* A function symbol a uprobe wildcard matched. */
@@ -1365,7 +1350,7 @@ static uint32_t perf_resolve(struct kp_state *S, const char *spec,
 			return 0;
 		}
 	}
-	*first = probe_add(S, KTAP_PROBE_PERF, spec, name, strlen(name),
+	*first = probe_add(S, KTAP_PROBE_PERF, 0, spec, name, strlen(name),
 			   period, 0);
 	return 1;
 }
@@ -1427,7 +1412,7 @@ static uint32_t watch_resolve(struct kp_state *S, const char *spec,
 		if (!addr)
 			return 0;
 	}
-	*first = probe_add(S, KTAP_PROBE_WATCH, spec, what,
+	*first = probe_add(S, KTAP_PROBE_WATCH, 0, spec, what,
 			   (size_t)(c1 - what), addr + off, mode | (uint32_t)len);
 	return 1;
 }
@@ -1552,7 +1537,7 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 				 "expected ftrace:function[:GLOB] (function names, * ? wildcards)");
 			return 0;
 		}
-		*first = probe_add(S, KTAP_PROBE_FTRACE, spec, glob,
+		*first = probe_add(S, KTAP_PROBE_FTRACE, 0, spec, glob,
 				   strlen(glob), 0, 0);
 		return 1;
 	}
@@ -1581,20 +1566,18 @@ static uint32_t resolve_one(struct kp_state *S, const char *spec,
 uint32_t kp_events_simple(struct kp_state *S, enum ktap_probe_type type,
 			  const char *spec, uint64_t arg)
 {
-	return probe_add(S, type, spec, NULL, 0, arg, 0);
+	return probe_add(S, type, 0, spec, NULL, 0, arg, 0);
 }
 
 int kp_events_list(const char *glob)
 {
 	struct kp_arena a = { 0 };
 	struct kp_names systems = { 0 };
-	const char *root = kp_tracefs(NULL), *env = getenv("KTAP_TRACEFS");
+	const char *root = kp_tracefs(NULL);
 	char dir[1024], full[600];
 	uint32_t i, j;
 	int found = 0;
 
-	if (env && *env)
-		root = env;
 	snprintf(dir, sizeof(dir), "%s/events", root);
 	if (list_dirs(&a, dir, "*", &systems, NULL) < 0) {
 		fprintf(stderr, "ktap: cannot read %s: %s\n", dir,

@@ -858,7 +858,6 @@ static void net_function(struct kp_resolver *R, struct kp_node *n)
 	field->str = n->str;
 	call->a = field;
 	call->list = arg;
-	call->builtin = -1;
 	ret->list = call;
 	body->list = ret;
 	snprintf(what, sizeof(what), "net.%s", n->str.s);
