@@ -207,7 +207,7 @@ struct ktap_frame {
 	struct ktap_closure	*cl;
 	const u32		*pc;		/* resume point in the caller */
 	struct ktap_value	*base;
-	u32			proto;
+	const struct ktap_bc_proto *p;
 	u8			ret_reg;	/* results go to ret_reg.. */
 	u8			nret;		/* ..and the nret above it */
 };
@@ -228,6 +228,9 @@ struct ktap_ctx {
 	unsigned long		trace[KTAP_STACK_SAVE];	/* stack() */
 	char			err[KTAP_ERR_SIZE];
 };
+
+/* A first frame (at most 255 registers) always fits: see ktap_execute() */
+static_assert(KTAP_STACK_SLOTS > 255 && KTAP_MAX_CALL_DEPTH > 1);
 
 /**
  * struct ktap_vm - one loaded program and its runtime state
@@ -325,6 +328,7 @@ struct ktap_exec {
 	u32			pc;
 	struct ktap_upval	*open;
 	s64			budget;
+	s64			check;		/* main chunk: next slice at */
 	struct ktap_value	*top;
 	u32			depth;
 	u32			callbacks;

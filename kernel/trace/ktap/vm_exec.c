@@ -707,24 +707,43 @@ static inline bool ktap_pc_escaped(const struct ktap_vm *vm,
 #define KC	(&vm->consts[KTAP_C(i)])
 #define KB	(&vm->consts[KTAP_B(i)])
 
+/*
+ * Lay out the first frame of a run at @base: the arguments, then nil up
+ * to the frame size. Copying is not charged, like CALL's.
+ */
+static __always_inline void ktap_frame_init(struct ktap_value *base,
+					    const struct ktap_bc_proto *p,
+					    const struct ktap_value *args,
+					    u32 nargs)
+{
+	u32 j, n = min_t(u32, p->nparams, nargs), nregs = p->nregs;
+
+	for (j = 0; j < n; j++)
+		base[j] = args[j];
+	for (; j < nregs; j++)
+		ktap_set_nil(&base[j]);
+}
+
 /**
  * ktap_execute - run closure @cl (or the main chunk) to completion
  * @x: the run
  * @cl: closure to run, NULL for the main chunk (proto 0)
- * @args: its arguments (a handler's is the event)
- * @nargs: how many; parameters beyond them are nil
+ * @base: its frame, laid out by ktap_frame_init() on @x->ctx's stack
  * @retp: where the value it returns goes, or NULL
  *
- * Starts at @x->top and call depth @x->depth (the bottom of the stack and
- * 0, but for ktap_vm_call()) with @x->budget instructions, and leaves
- * what is left of them there.
+ * Starts at call depth @x->depth with @x->budget instructions, charges
+ * the function's length against them and leaves what is left there.
+ * The caller checked that the frame fits the stack and the call depth:
+ * a handler's frame at the bottom always does (255 registers, depth 0),
+ * so the probe path pays for no check it cannot fail. A main chunk
+ * checks for rescheduling and signals whenever the budget falls below
+ * @x->check.
  *
  * Return: 0, KTAP_HALT after exit(), or a negative errno after a
  * runtime error (reported by the caller).
  */
 static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
-			const struct ktap_value *args, u32 nargs,
-			struct ktap_value *retp)
+			struct ktap_value *base, struct ktap_value *retp)
 {
 #define __KTAP_LABEL(name, ...)	\
 	[KTAP_OP_##name] = &&op_##name,
@@ -734,30 +753,17 @@ static int ktap_execute(struct ktap_exec *x, struct ktap_closure *cl,
 #undef __KTAP_LABEL
 	struct ktap_vm *vm = x->vm;
 	struct ktap_ctx *ctx = x->ctx;
-	struct ktap_value *stack = x->top ?: ctx->stack;
-	struct ktap_value *base = stack, *stack_end = ctx->stack + KTAP_STACK_SLOTS;
-	u32 proto = cl ? cl->proto : 0, depth0 = x->depth, depth = depth0, j, i;
-	const struct ktap_bc_proto *p = &vm->protos[proto];
+	struct ktap_value *stack = base;
+	const struct ktap_bc_proto *p = &vm->protos[cl ? cl->proto : 0];
 	const u32 *pc = vm->code + p->code_start;
-	s64 budget = x->budget;
-	s64 check = x->main ? max_t(s64, budget - KTAP_MAIN_SLICE, 0) : 0;
+	s64 budget = x->budget - p->ncode;
+	/* x->depth: also where CALLB tells ktap_vm_call() the caller's */
+	u32 depth0 = x->depth, depth = depth0, j, i;
 	struct ktap_value ret;
 	int err = 0;
 	bool cond;
 
-	ktap_set_nil(&ret);
-	/* a call back from a builtin (ktap_vm_call()) starts mid-stack */
-	if (unlikely(depth0 + 1 >= KTAP_MAX_CALL_DEPTH))
-		return ktap_rt_error(x, "call depth exceeded (%d)",
-				     KTAP_MAX_CALL_DEPTH);
-	if (unlikely(base + p->nregs > stack_end))
-		return ktap_rt_error(x, "stack overflow");
-	for (j = 0; j < p->nparams && j < nargs; j++)
-		base[j] = args[j];
-	for (; j < p->nregs; j++)
-		ktap_set_nil(&base[j]);
-	budget -= p->ncode;
-	if (unlikely(budget < check))
+	if (unlikely(budget < x->check))
 		goto tick;
 
 	/*
@@ -923,7 +929,7 @@ op_LEN:
 	budget = x->budget;
 	if (unlikely(err))
 		goto fail;
-	if (unlikely(budget < check))
+	if (unlikely(budget < x->check))
 		goto tick;
 	goto next;
 op_CONCAT:
@@ -992,7 +998,7 @@ op_CALL: {
 				    KTAP_MAX_CALL_DEPTH);
 		goto fail;
 	}
-	if (unlikely(nb + cp->nregs > stack_end)) {
+	if (unlikely(nb + cp->nregs > ctx->stack + KTAP_STACK_SLOTS)) {
 		err = ktap_rt_error(x, "stack overflow");
 		goto fail;
 	}
@@ -1003,17 +1009,16 @@ op_CALL: {
 			ktap_set_nil(&nb[j]);
 	}
 	ctx->frames[depth] = (struct ktap_frame) {
-		.cl = cl, .pc = pc, .base = base, .proto = proto,
+		.cl = cl, .pc = pc, .base = base, .p = p,
 		.ret_reg = KTAP_A(i), .nret = KTAP_C(i),
 	};
 	depth++;
 	cl = callee;
-	proto = callee->proto;
 	p = cp;
 	base = nb;
 	pc = vm->code + p->code_start;
 	budget -= p->ncode;
-	if (unlikely(budget < check))
+	if (unlikely(budget < x->check))
 		goto tick;
 	goto next;
 }
@@ -1031,13 +1036,15 @@ op_CALLB: {
 	x->budget = budget;
 	x->top = base + p->nregs;
 	x->depth = depth;
-	ktap_set_nil(&ret);
-	err = bi->fn(x, &ret, RA + 1, KTAP_B(i));
+	/* the result goes straight to A: below the arguments and callbacks */
+	ktap_set_nil(RA);
+	err = bi->fn(x, RA, RA + 1, KTAP_B(i));
 	budget = x->budget;
-	if (unlikely(err))
+	if (unlikely(err)) {
+		ktap_set_nil(&ret);
 		goto out;	/* x->pc: this call, or a callback's error */
-	*RA = ret;
-	if (unlikely(budget < check))
+	}
+	if (unlikely(budget < x->check))
 		goto tick;
 	goto next;
 }
@@ -1057,8 +1064,7 @@ op_RETURN: {
 	cl = ctx->frames[depth].cl;
 	pc = ctx->frames[depth].pc;
 	base = ctx->frames[depth].base;
-	proto = ctx->frames[depth].proto;
-	p = &vm->protos[proto];
+	p = ctx->frames[depth].p;
 	/*
 	 * The callee's frame lies above the caller's whole frame, so the
 	 * values and their destination never overlap. The verifier
@@ -1146,7 +1152,7 @@ evfield_call:
 	/* A backward jump: charge the loop's length (see the top). */
 charge_loop:
 	budget += KTAP_SBX(i);
-	if (unlikely(budget < check))
+	if (unlikely(budget < x->check))
 		goto tick;
 	goto next;
 obj_fail:
@@ -1168,13 +1174,13 @@ tick:
 			err = ktap_rt_error(x, "interrupted");
 			goto fail_here;
 		}
-		check = max_t(s64, budget - KTAP_MAIN_SLICE, 0);
+		x->check = max_t(s64, budget - KTAP_MAIN_SLICE, 0);
 	}
 	goto next;
 
 escaped:
-	WARN_ONCE(1, "ktap: pc %td left proto %u [%u, +%u): verifier bug\n",
-		  pc - vm->code, proto, p->code_start, p->ncode);
+	WARN_ONCE(1, "ktap: pc %td left proto %td [%u, +%u): verifier bug\n",
+		  pc - vm->code, p - vm->protos, p->code_start, p->ncode);
 	err = ktap_rt_error(x, "internal error: control left the function");
 	x->pc = p->code_start;
 	goto out;
@@ -1185,7 +1191,8 @@ fail:
 out:
 	ktap_close_upvals(x, stack);
 	x->budget = budget;
-	if (retp)
+	/* every way here without an error set ret */
+	if (retp && err >= 0)
 		*retp = ret;
 	return err;
 }
@@ -1212,6 +1219,8 @@ int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,
 {
 	struct ktap_value *top = x->top;
 	u32 depth = x->depth, pc = x->pc;
+	const struct ktap_bc_proto *p;
+	struct ktap_closure *cl;
 	int err;
 
 	if (fn->type != KTAP_TFUNC)
@@ -1220,9 +1229,18 @@ int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,
 	if (x->callbacks >= KTAP_MAX_CALLBACK_DEPTH)
 		return ktap_rt_error(x, "callbacks nested too deeply (%d)",
 				     KTAP_MAX_CALLBACK_DEPTH);
+	cl = fn->p;
+	p = &x->vm->protos[cl->proto];
+	/* mid-stack, above the builtin's caller: check what CALL checks */
+	if (depth + 2 >= KTAP_MAX_CALL_DEPTH)
+		return ktap_rt_error(x, "call depth exceeded (%d)",
+				     KTAP_MAX_CALL_DEPTH);
+	if (top + p->nregs > x->ctx->stack + KTAP_STACK_SLOTS)
+		return ktap_rt_error(x, "stack overflow");
+	ktap_frame_init(top, p, args, nargs);
 	x->callbacks++;
 	x->depth = depth + 1;
-	err = ktap_execute(x, fn->p, args, nargs, ret);
+	err = ktap_execute(x, cl, top, ret);
 	x->top = top;
 	x->depth = depth;
 	x->callbacks--;
@@ -1250,7 +1268,9 @@ int ktap_vm_run_main(struct ktap_vm *vm)
 	if (!x.ctx)
 		return -ENOMEM;
 	x.budget = vm->main_budget;
-	err = ktap_execute(&x, NULL, NULL, 0, NULL);
+	x.check = max_t(s64, x.budget - KTAP_MAIN_SLICE, 0);
+	ktap_frame_init(x.ctx->stack, &vm->protos[0], NULL, 0);
+	err = ktap_execute(&x, NULL, x.ctx->stack, NULL);
 	if (err < 0)
 		ktap_report(&x, err);
 	vfree(x.ctx);
@@ -1314,7 +1334,8 @@ static __always_inline int ktap_fire(struct ktap_vm *vm,
 	x.ctx->temp_used = 0;
 	x.transient = !end;
 	x.budget = *budget;
-	err = ktap_execute(&x, fn, &arg, ev ? 1 : 0, NULL);
+	ktap_frame_init(x.ctx->stack, &vm->protos[fn->proto], &arg, ev ? 1 : 0);
+	err = ktap_execute(&x, fn, x.ctx->stack, NULL);
 	if (err < 0)
 		ktap_report(&x, err);
 	*budget = x.budget;

@@ -1685,6 +1685,26 @@ static void p_multiret(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 3, 0));
 }
 
+/*
+ * function f() { print("in f"); return 5 }; print(f()); print(6): a
+ * function that calls a builtin returns to its caller, not out of the
+ * run (CALLB leaves its depth in the run for ktap_vm_call()).
+ */
+static void p_call_builtin(struct tb *tb)
+{
+	tb_emit(tb, IBX(CLOSURE, 0, 1));
+	tb_emit(tb, I(CALL, 0, 0, 1));
+	tb_print(tb, 0);
+	tb_emit(tb, IBX(LOADI, 0, 6));
+	tb_print(tb, 0);
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 3);
+	tb_emit(tb, IBX(LOADK, 2, tb_kstr(tb, "in f")));
+	tb_emit(tb, I(CALLB, 1, 1, tb_builtin(tb, "print")));
+	tb_emit(tb, IBX(LOADI, 0, 5));
+	tb_emit(tb, I(RETURN, 0, 1, 0));
+}
+
 /* function add(a, b) { return a + b }; print(add(3, 4)); add(1) fails */
 static void p_call(struct tb *tb)
 {
@@ -1819,6 +1839,7 @@ static const struct prog_case prog_cases[] = {
 	  "x\n5\n1\n10\n2\n20\n" },
 	{ "closure and upvalues", p_closure, "1\n2\n2\n" },
 	{ "call with arguments", p_call, "7\n" },
+	{ "call returns after a builtin", p_call_builtin, "in f\n5\n6\n" },
 	{ "several return values", p_multiret, "10\n11\n20\n21\n22\nnil\n30\n" },
 	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
 	{ "tostring tonumber print", p_convert, "12x\n16\nnil\n7\tb\ttrue\n" },
