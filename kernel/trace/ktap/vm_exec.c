@@ -1355,7 +1355,8 @@ out:
  * ktap_vm_fire - run handler @fn for event @ev
  * @vm: the session's VM
  * @fn: the closure ATTACH recorded
- * @ev: the event (its first argument), or NULL
+ * @ev: the event (its first argument), or NULL; not an END probe's:
+ *	END handlers run through ktap_vm_fire_end()
  *
  * Any context, including NMI; never sleeps. After exit() or a runtime
  * error only END handlers (and @ev == NULL runs) still run. A run may
@@ -1369,12 +1370,11 @@ out:
 int ktap_vm_fire(struct ktap_vm *vm, struct ktap_closure *fn,
 		 struct ktap_event *ev)
 {
-	bool end = ktap_is_end_probe(vm, ev);
 	s64 budget = vm->insn_budget;
 
-	if (unlikely(atomic_read(&vm->halted)) && !end)
+	if (unlikely(atomic_read(&vm->halted)) && ev)
 		return -ESHUTDOWN;
-	return ktap_fire(vm, fn, ev, &budget, end);
+	return ktap_fire(vm, fn, ev, &budget, !ev);
 }
 
 /**

@@ -2944,7 +2944,10 @@ static void t_recursion(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "hit\nhit\n");
 }
 
-/* exit() halts; END handlers still run afterwards. */
+/*
+ * exit() halts; END handlers (ktap_vm_fire_end()) and runs without an
+ * event still run afterwards, other handlers do not.
+ */
 static void t_exit(struct kunit *test)
 {
 	struct fake_host *h = fake_new(test);
@@ -2952,6 +2955,7 @@ static void t_exit(struct kunit *test)
 	struct ktap_event end = { .probe = 1 };
 	struct ktap_closure *fn;
 	struct ktap_vm *vm;
+	s64 budget = 1000;
 
 	tb_probe(tb, KTAP_PROBE_TIMER);
 	tb_probe(tb, KTAP_PROBE_END);
@@ -2969,7 +2973,7 @@ static void t_exit(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, h->exits, 1);
 	fn = h->fn;
 	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, fn, NULL), 0);
-	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, fn, &end), 0);
+	KUNIT_EXPECT_EQ(test, ktap_vm_fire_end(vm, fn, &end, &budget), 0);
 	end.probe = 0;
 	KUNIT_EXPECT_EQ(test, ktap_vm_fire(vm, fn, &end), -ESHUTDOWN);
 	KUNIT_EXPECT_STREQ(test, fake_text(h), "end\nend\n");
