@@ -46,7 +46,8 @@ u32 ktap_follow_stop(struct ktap_session_hot *hot);
  * @fn: the closure to run (owned by the VM)
  * @bp: the probe table entry (owned by the VM's image)
  * @probe: index of @bp in the probe table
- * @filter: apply the session's pid/cpu filters before firing
+ * @filter: apply the session's pid/cpu filters before firing (false
+ *	    when the session has none)
  * @skipped: a wildcard's kprobe that could not be attached, left out
  * @priv: per-kind attachment state, set by ktap_handler_attach()
  */

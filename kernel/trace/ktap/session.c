@@ -286,7 +286,9 @@ static int ktap_host_attach(void *host, u32 probe, struct ktap_closure *fn)
 	h->fn = fn;
 	h->bp = bp;
 	h->probe = probe;
-	h->filter = bp->type != KTAP_PROBE_TIMER && bp->type != KTAP_PROBE_END;
+	/* LOAD set the filters: a session without them tests none per event */
+	h->filter = bp->type != KTAP_PROBE_TIMER && bp->type != KTAP_PROBE_END &&
+		    (sess->hot.cpu >= 0 || sess->hot.tgid >= 0);
 	list_add_tail(&h->node, &sess->handlers);
 	sess->nr_handlers++;
 	return 0;
