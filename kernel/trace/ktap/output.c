@@ -318,8 +318,9 @@ static void ktap_format_event(struct trace_iterator *iter, int flags,
 	const char *text;
 	u32 len, start;
 
+	/* putmem, not "%.*s": the reader has to keep up with the probes */
 	text = ktap_dyn(entry, size, entry->__data_loc_pre, &len);
-	trace_seq_printf(s, "%.*s", len, text);
+	trace_seq_putmem(s, text, len);
 	rec = (const void *)ktap_dyn(entry, size, entry->__data_loc_rec, &len);
 	if (len >= sizeof(*rec))
 		te = ftrace_find_event(rec->type);
@@ -341,7 +342,7 @@ static void ktap_format_event(struct trace_iterator *iter, int flags,
 				 len >= sizeof(*rec) ? rec->type : 0);
 	}
 	text = ktap_dyn(entry, size, entry->__data_loc_post, &len);
-	trace_seq_printf(s, "%.*s", len, text);
+	trace_seq_putmem(s, text, len);
 }
 
 /* ftrace's readers (trace, trace_pipe): "output: " as for ktap:output */
