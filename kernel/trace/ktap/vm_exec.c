@@ -708,8 +708,9 @@ static inline bool ktap_pc_escaped(const struct ktap_vm *vm,
 #define KB	(&vm->consts[KTAP_B(i)])
 
 /*
- * Lay out the first frame of a run at @base: the arguments, then nil up
- * to the frame size. Copying is not charged, like CALL's.
+ * Lay out a frame at @base: the arguments, then nil up to the frame
+ * size. For CALL and for the first frame of a run; copying is not
+ * charged.
  */
 static __always_inline void ktap_frame_init(struct ktap_value *base,
 					    const struct ktap_bc_proto *p,
@@ -1002,12 +1003,7 @@ op_CALL: {
 		err = ktap_rt_error(x, "stack overflow");
 		goto fail;
 	}
-	for (j = 0; j < cp->nregs; j++) {
-		if (j < cp->nparams && j < nargs)
-			nb[j] = f[1 + j];
-		else
-			ktap_set_nil(&nb[j]);
-	}
+	ktap_frame_init(nb, cp, f + 1, nargs);
 	ctx->frames[depth] = (struct ktap_frame) {
 		.cl = cl, .pc = pc, .base = base, .p = p,
 		.ret_reg = KTAP_A(i), .nret = KTAP_C(i),
