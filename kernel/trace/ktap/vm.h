@@ -232,6 +232,9 @@ struct ktap_ctx {
 /* A first frame (at most 255 registers) always fits: see ktap_execute() */
 static_assert(KTAP_STACK_SLOTS > 255 && KTAP_MAX_CALL_DEPTH > 1);
 
+/* CONFIG_KTAP_DEBUG_VM: what the registers past a fill_end start as */
+#define KTAP_REG_POISON		0x6b6b6b6b6b6b6b6bLL
+
 /**
  * struct ktap_vm - one loaded program and its runtime state
  *
@@ -242,6 +245,12 @@ struct ktap_vm {
 	size_t				image_len;
 	const struct ktap_bc_header	*hdr;
 	const struct ktap_bc_proto	*protos;
+	/*
+	 * [nprotos]: a new frame sets registers nil from its first missing
+	 * argument up to this one (excluded); the registers from here on
+	 * are written before any read (ktap_frame_fill())
+	 */
+	u8				*fill_end;
 	u32				nprotos;
 	struct ktap_value		*consts;
 	u32				nconsts;

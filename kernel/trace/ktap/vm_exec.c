@@ -712,17 +712,23 @@ static inline bool ktap_pc_escaped(const struct ktap_vm *vm,
  * size. For CALL and for the first frame of a run; copying is not
  * charged.
  */
-static __always_inline void ktap_frame_init(struct ktap_value *base,
-					    const struct ktap_bc_proto *p,
+static __always_inline void ktap_frame_init(const struct ktap_vm *vm,
+					    struct ktap_value *base, u32 pi,
 					    const struct ktap_value *args,
 					    u32 nargs)
 {
-	u32 j, n = min_t(u32, p->nparams, nargs), nregs = p->nregs;
+	/* locals: the stores below must not make the compiler reload them */
+	u32 np = vm->protos[pi].nparams, end = vm->fill_end[pi];
+	u32 j, n = min(np, nargs);
 
 	for (j = 0; j < n; j++)
 		base[j] = args[j];
-	for (; j < nregs; j++)
+	/* the rest the function writes before reading: see ktap_frame_fill() */
+	for (; j < end; j++)
 		ktap_set_nil(&base[j]);
+	if (IS_ENABLED(CONFIG_KTAP_DEBUG_VM))
+		for (; j < vm->protos[pi].nregs; j++)
+			ktap_value_int(&base[j], KTAP_REG_POISON);
 }
 
 /**
@@ -1003,7 +1009,7 @@ op_CALL: {
 		err = ktap_rt_error(x, "stack overflow");
 		goto fail;
 	}
-	ktap_frame_init(nb, cp, f + 1, nargs);
+	ktap_frame_init(vm, nb, callee->proto, f + 1, nargs);
 	ctx->frames[depth] = (struct ktap_frame) {
 		.cl = cl, .pc = pc, .base = base, .p = p,
 		.ret_reg = KTAP_A(i), .nret = KTAP_C(i),
@@ -1233,7 +1239,7 @@ int ktap_vm_call(struct ktap_exec *x, const struct ktap_value *fn,
 				     KTAP_MAX_CALL_DEPTH);
 	if (top + p->nregs > x->ctx->stack + KTAP_STACK_SLOTS)
 		return ktap_rt_error(x, "stack overflow");
-	ktap_frame_init(top, p, args, nargs);
+	ktap_frame_init(x->vm, top, cl->proto, args, nargs);
 	x->callbacks++;
 	x->depth = depth + 1;
 	err = ktap_execute(x, cl, top, ret);
@@ -1265,7 +1271,7 @@ int ktap_vm_run_main(struct ktap_vm *vm)
 		return -ENOMEM;
 	x.budget = vm->main_budget;
 	x.check = max_t(s64, x.budget - KTAP_MAIN_SLICE, 0);
-	ktap_frame_init(x.ctx->stack, &vm->protos[0], NULL, 0);
+	ktap_frame_init(vm, x.ctx->stack, 0, NULL, 0);
 	err = ktap_execute(&x, NULL, x.ctx->stack, NULL);
 	if (err < 0)
 		ktap_report(&x, err);
@@ -1330,7 +1336,7 @@ static __always_inline int ktap_fire(struct ktap_vm *vm,
 	x.ctx->temp_used = 0;
 	x.transient = !end;
 	x.budget = *budget;
-	ktap_frame_init(x.ctx->stack, &vm->protos[fn->proto], &arg, ev ? 1 : 0);
+	ktap_frame_init(vm, x.ctx->stack, fn->proto, &arg, ev ? 1 : 0);
 	err = ktap_execute(&x, fn, x.ctx->stack, NULL);
 	if (err < 0)
 		ktap_report(&x, err);

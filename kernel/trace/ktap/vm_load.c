@@ -487,6 +487,134 @@ static int ktap_check_code(struct ktap_loader *ld, u32 pi)
 	return 0;
 }
 
+/*
+ * The registers a straight-line instruction reads and writes, or false
+ * for one that may transfer control, capture a register (CLOSURE) or
+ * touch registers beyond its operands (CALL, ITERNEXT): the end of the
+ * prefix ktap_frame_fill() looks at. @rd gets up to three read register
+ * operands; @w0..@w1 is the written range (@w0 > @w1: none). Operands
+ * were checked against the frame size before.
+ */
+static bool ktap_insn_regs(u32 insn, u32 rd[3], u32 *nrd, u32 *w0, u32 *w1)
+{
+	u32 a = KTAP_A(insn), b = KTAP_B(insn), c = KTAP_C(insn), j;
+
+	*nrd = 0;
+	*w0 = a;
+	*w1 = a;
+	switch (KTAP_OP(insn)) {
+	case KTAP_OP_LOADK:
+	case KTAP_OP_LOADI:
+	case KTAP_OP_LOADBOOL:
+	case KTAP_OP_GETUPVAL:
+	case KTAP_OP_GETGLOBAL:
+	case KTAP_OP_NEWTABLE:
+	case KTAP_OP_EVFIELD:
+		return true;
+	case KTAP_OP_LOADNIL:
+		*w1 = a + b;
+		return true;
+	case KTAP_OP_MOVE:
+	case KTAP_OP_GETFIELD:
+	case KTAP_OP_ADDK:
+	case KTAP_OP_SUBK:
+	case KTAP_OP_MULK:
+	case KTAP_OP_DIVK:
+	case KTAP_OP_MODK:
+	case KTAP_OP_UNM:
+	case KTAP_OP_NOT:
+	case KTAP_OP_LEN:
+	case KTAP_OP_EQK:
+		rd[(*nrd)++] = b;
+		return true;
+	case KTAP_OP_GETTABLE:
+	case KTAP_OP_ADD:
+	case KTAP_OP_SUB:
+	case KTAP_OP_MUL:
+	case KTAP_OP_DIV:
+	case KTAP_OP_MOD:
+	case KTAP_OP_CONCAT:
+	case KTAP_OP_EQ:
+	case KTAP_OP_LT:
+	case KTAP_OP_LE:
+		rd[(*nrd)++] = b;
+		rd[(*nrd)++] = c;
+		return true;
+	case KTAP_OP_SETUPVAL:
+	case KTAP_OP_SETGLOBAL:
+		rd[(*nrd)++] = a;
+		break;
+	case KTAP_OP_SETFIELD:
+		rd[(*nrd)++] = a;
+		rd[(*nrd)++] = c;
+		break;
+	case KTAP_OP_SETTABLE:
+	case KTAP_OP_INCTABLE:
+	case KTAP_OP_AGGR:
+		rd[(*nrd)++] = a;
+		rd[(*nrd)++] = b;
+		rd[(*nrd)++] = c;
+		break;
+	case KTAP_OP_CALLB:
+		/* reads its arguments A+1..A+B; longer lists end the prefix */
+		if (b > 3)
+			return false;
+		for (j = 0; j < b; j++)
+			rd[(*nrd)++] = a + 1 + j;
+		return true;
+	default:
+		return false;
+	}
+	*w0 = 1;
+	*w1 = 0;
+	return true;
+}
+
+/**
+ * ktap_frame_fill - work out which registers a new frame of @pi sets nil
+ * @vm: the VM, its code checked
+ * @pi: the function
+ *
+ * Nil-filling a handler's registers on every firing costs about as
+ * much as a simple handler's own work, and most registers are written
+ * by the function's first instructions anyway. This follows the
+ * function from its entry for as long as every instruction has one
+ * successor, the next (ktap_insn_regs()): every run passes through that
+ * prefix in order, and no other instruction can run before its end. A
+ * register written there before any read of it needs no nil: whatever
+ * path reads it later comes after the write. Registers read before the
+ * prefix wrote them, and those it does not write, are filled: all
+ * registers up to the last of them, so that a frame is laid out with
+ * one loop (a proven register below that one gets a nil it does not
+ * need).
+ *
+ * Under CONFIG_KTAP_DEBUG_VM the registers left out start as a poison
+ * integer instead (ktap_frame_init()), so that a wrong proof shows in
+ * the output of the tests rather than as a stale value.
+ */
+static void ktap_frame_fill(struct ktap_vm *vm, u32 pi)
+{
+	const struct ktap_bc_proto *p = &vm->protos[pi];
+	const u32 *code = vm->code + p->code_start;
+	bool set[KTAP_MAX_REGS + 1] = {};
+	u32 pc, rd[3], nrd, w0, w1, k, r;
+
+	memset(set, 1, p->nparams);
+	for (pc = 0; pc < p->ncode; pc++) {
+		if (!ktap_insn_regs(code[pc], rd, &nrd, &w0, &w1))
+			break;
+		for (k = 0; k < nrd; k++)
+			if (!set[rd[k]])
+				goto done;
+		for (r = w0; r <= w1; r++)
+			set[r] = true;
+	}
+done:
+	vm->fill_end[pi] = p->nregs;
+	while (vm->fill_end[pi] > p->nparams && set[vm->fill_end[pi] - 1])
+		vm->fill_end[pi]--;
+}
+
 /* One or two access modes, X alone, and a length the CPUs know. */
 static bool ktap_watch_attr_ok(u32 attr)
 {
@@ -778,6 +906,14 @@ struct ktap_vm *ktap_vm_load(const void *image, size_t len,
 		err = ktap_check_code(&ld, i);
 	if (err)
 		goto fail;
+	vm->fill_end = kcalloc(vm->nprotos, sizeof(*vm->fill_end),
+			       GFP_KERNEL_ACCOUNT);
+	if (!vm->fill_end) {
+		err = ktap_reject(&ld, KTAP_VERR_NOMEM, "frames");
+		goto fail;
+	}
+	for (i = 0; i < vm->nprotos; i++)
+		ktap_frame_fill(vm, i);
 	return vm;
 
 fail:
@@ -807,6 +943,7 @@ void ktap_vm_free(struct ktap_vm *vm)
 	kvfree(vm->globals);
 	kvfree(vm->consts);
 	kfree(vm->builtins);
+	kfree(vm->fill_end);
 	ktap_strset_destroy(&vm->strs);
 	ktap_pool_destroy(&vm->pool);
 	kvfree(vm->image);

@@ -1118,6 +1118,57 @@ static void t_verify_valid(struct kunit *test)
  * A valid fetch section loads, and each probe finds exactly its own
  * entries (the lookup is a binary search over the sorted section).
  */
+/*
+ * ktap_frame_fill(): up to which register a new frame sets nil.
+ * Function 1 of each image: the prefix up to its first branch, call or
+ * RETURN.
+ */
+static void t_frame_fill(struct kunit *test)
+{
+	static const struct {
+		const char	*name;
+		u32		code[5];
+		u8		nparams, nregs, end;
+	} cases[] = {
+		/* t[execname] += 1: every register written first */
+		{ "count", { IBX(GETUPVAL, 1, 0), I(CALLB, 2, 0, 0),
+			     IBX(LOADI, 3, 1), I(INCTABLE, 1, 2, 3),
+			     I(RETURN, 0, 0, 0) }, 1, 4, 1 },
+		{ "branch first", { IBX(JMPT, 0, 1), IBX(LOADI, 1, 5),
+				    I(RETURN, 1, 1, 0) }, 1, 3, 3 },
+		{ "read first", { I(MOVE, 2, 1, 0), IBX(LOADI, 1, 7),
+				  I(RETURN, 2, 1, 0) }, 0, 3, 3 },
+		/* r2 and r5 never written: up to r5 */
+		{ "gap", { IBX(LOADI, 1, 1), IBX(LOADI, 3, 2),
+			   I(ADD, 4, 1, 3), I(RETURN, 4, 1, 0) }, 1, 6, 6 },
+		/* r2 only: r1 gets a nil it does not need */
+		{ "hole", { IBX(LOADI, 1, 1), IBX(LOADI, 3, 2),
+			    I(ADD, 4, 1, 3), I(RETURN, 4, 1, 0) }, 1, 5, 3 },
+		{ "loadnil range", { I(LOADNIL, 1, 2, 0), I(ADD, 4, 1, 3),
+				     I(RETURN, 4, 1, 0) }, 1, 5, 1 },
+		{ "callb argument unset", { I(CALLB, 1, 1, 1),
+					    I(RETURN, 1, 1, 0) }, 1, 3, 3 },
+	};
+	int k, j;
+
+	for (k = 0; k < ARRAY_SIZE(cases); k++) {
+		struct fake_host *h = fake_new(test);
+		struct tb *tb = tb_new(test);
+		struct ktap_vm *vm;
+
+		tb_emit(tb, I(RETURN, 0, 0, 0));
+		tb_func(tb, 0, cases[k].nparams, cases[k].nregs);
+		tb_upval(tb, 1, 0);
+		tb_builtin(tb, "pid");
+		tb_builtin(tb, "print");
+		for (j = 0; j < ARRAY_SIZE(cases[k].code) && cases[k].code[j]; j++)
+			tb_emit(tb, cases[k].code[j]);
+		vm = t_load(test, tb, h, 0);
+		KUNIT_EXPECT_EQ_MSG(test, vm->fill_end[1], cases[k].end, "%s",
+				    cases[k].name);
+	}
+}
+
 static void t_fetch_lookup(struct kunit *test)
 {
 	struct fake_host *h = fake_new(test);
@@ -1705,6 +1756,45 @@ static void p_call_builtin(struct tb *tb)
 	tb_emit(tb, I(RETURN, 0, 1, 0));
 }
 
+/*
+ * f(a) { if (!a) r = 5; return r }; print(f(false)); print(f(true)):
+ * both calls use one frame, so the second finds the first's 5 in r1
+ * unless it starts nil. The write comes after a branch: it is no proof.
+ */
+static void p_fill_branch(struct tb *tb)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		tb_emit(tb, IBX(CLOSURE, 0, 1));
+		tb_emit(tb, I(LOADBOOL, 1, k, 0));
+		tb_emit(tb, I(CALL, 0, 1, 1));
+		tb_print(tb, 0);
+	}
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 1, 3);
+	tb_emit(tb, IBX(JMPT, 0, 1));
+	tb_emit(tb, IBX(LOADI, 1, 5));
+	tb_emit(tb, I(RETURN, 1, 1, 0));
+}
+
+/* f() { var b = a; a = 7; return b }, twice: a is read before written */
+static void p_fill_read_first(struct tb *tb)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		tb_emit(tb, IBX(CLOSURE, 0, 1));
+		tb_emit(tb, I(CALL, 0, 0, 1));
+		tb_print(tb, 0);
+	}
+	tb_emit(tb, I(RETURN, 0, 0, 0));
+	tb_func(tb, 0, 0, 3);
+	tb_emit(tb, I(MOVE, 2, 1, 0));
+	tb_emit(tb, IBX(LOADI, 1, 7));
+	tb_emit(tb, I(RETURN, 2, 1, 0));
+}
+
 /* function add(a, b) { return a + b }; print(add(3, 4)); add(1) fails */
 static void p_call(struct tb *tb)
 {
@@ -1839,6 +1929,10 @@ static const struct prog_case prog_cases[] = {
 	  "x\n5\n1\n10\n2\n20\n" },
 	{ "closure and upvalues", p_closure, "1\n2\n2\n" },
 	{ "call with arguments", p_call, "7\n" },
+	{ "a register written after a branch starts nil", p_fill_branch,
+	  "5\nnil\n" },
+	{ "a register read before its write starts nil", p_fill_read_first,
+	  "nil\nnil\n" },
 	{ "call returns after a builtin", p_call_builtin, "in f\n5\n6\n" },
 	{ "several return values", p_multiret, "10\n11\n20\n21\n22\nnil\n30\n" },
 	{ "ptable and readers", p_ptable, "3\n21\n7\n1\n15\n0\n" },
@@ -3343,6 +3437,7 @@ static void t_strings(struct kunit *test)
 static struct kunit_case ktap_vm_test_cases[] = {
 	KUNIT_CASE_PARAM(t_verify_reject, verr_gen_params),
 	KUNIT_CASE(t_verify_valid),
+	KUNIT_CASE(t_frame_fill),
 	KUNIT_CASE(t_fetch_lookup),
 	KUNIT_CASE(t_verify_builtin_names),
 	KUNIT_CASE(t_verify_hdr_ext),
