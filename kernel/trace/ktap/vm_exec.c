@@ -433,7 +433,8 @@ static noinline int ktap_index(struct ktap_exec *x, struct ktap_value obj,
  *
  * Return: 0 when the store was dropped, else @err.
  */
-static int ktap_table_full(struct ktap_exec *x, const void *t, int err)
+static __always_inline int ktap_table_full(struct ktap_exec *x,
+					   const void *t, int err)
 {
 	if (err != -ENOMEM || ktap_is_temp(x->vm, t))
 		return err;

@@ -380,8 +380,9 @@ int ktap_value_persist(struct ktap_vm *vm, struct ktap_value *v)
  * normalised (interned) before the table lock is taken.
  */
 
-static int ktap_key_norm(struct ktap_vm *vm, const struct ktap_value *key,
-			 struct ktap_value *out, bool insert)
+static int ktap_key_norm_slow(struct ktap_vm *vm,
+			      const struct ktap_value *key,
+			      struct ktap_value *out, bool insert)
 {
 	struct ktap_str *s;
 
@@ -407,6 +408,18 @@ static int ktap_key_norm(struct ktap_vm *vm, const struct ktap_value *key,
 	default:
 		return -EINVAL;
 	}
+}
+
+static __always_inline int ktap_key_norm(struct ktap_vm *vm,
+					 const struct ktap_value *key,
+					 struct ktap_value *out, bool insert)
+{
+	/* the common key, checked before any call: execname, a constant */
+	if (likely(key->type == KTAP_TSTR && key->s->interned)) {
+		*out = *key;
+		return 0;
+	}
+	return ktap_key_norm_slow(vm, key, out, insert);
 }
 
 static u32 ktap_key_hash(const struct ktap_value *k)
