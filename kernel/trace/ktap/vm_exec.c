@@ -1056,13 +1056,19 @@ op_RETURN: {
 	struct ktap_value *rv = RA, *dst;
 	u32 nval = KTAP_B(i), nret;
 
-	if (nval)
-		ret = *rv;
-	else
-		ktap_set_nil(&ret);
+	if (depth == depth0) {
+		/* out of the run's function: a handler's every return */
+		ktap_close_upvals(x, stack);
+		x->budget = budget;
+		if (retp) {
+			if (nval)
+				*retp = *rv;
+			else
+				ktap_set_nil(retp);
+		}
+		return 0;
+	}
 	ktap_close_upvals(x, base);
-	if (depth == depth0)
-		goto out;
 	depth--;
 	cl = ctx->frames[depth].cl;
 	pc = ctx->frames[depth].pc;
