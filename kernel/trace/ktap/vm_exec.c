@@ -709,9 +709,10 @@ static inline bool ktap_pc_escaped(const struct ktap_vm *vm,
 #define KB	(&vm->consts[KTAP_B(i)])
 
 /*
- * Lay out a frame at @base: the arguments, then nil up to the frame
- * size. For CALL and for the first frame of a run; copying is not
- * charged.
+ * Lay out a frame of function @pi at @base: the arguments, then nil up
+ * to the function's fill_end; the registers above it are written before
+ * they are read (ktap_frame_fill()). For CALL and for the first frame
+ * of a run; copying is not charged.
  */
 static __always_inline void ktap_frame_init(const struct ktap_vm *vm,
 					    struct ktap_value *base, u32 pi,
