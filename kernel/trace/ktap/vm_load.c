@@ -597,7 +597,7 @@ static void ktap_frame_fill(struct ktap_vm *vm, u32 pi)
 	const struct ktap_bc_proto *p = &vm->protos[pi];
 	const u32 *code = vm->code + p->code_start;
 	bool set[KTAP_MAX_REGS + 1] = {};
-	u32 pc, rd[3], nrd, w0, w1, k, r;
+	u32 pc, rd[3], nrd, w0, w1, k, r, end;
 
 	memset(set, 1, p->nparams);
 	for (pc = 0; pc < p->ncode; pc++) {
@@ -610,9 +610,10 @@ static void ktap_frame_fill(struct ktap_vm *vm, u32 pi)
 			set[r] = true;
 	}
 done:
-	vm->fill_end[pi] = p->nregs;
-	while (vm->fill_end[pi] > p->nparams && set[vm->fill_end[pi] - 1])
-		vm->fill_end[pi]--;
+	end = p->nregs;
+	while (end > p->nparams && set[end - 1])
+		end--;
+	vm->fill_end[pi] = end;
 }
 
 /* One or two access modes, X alone, and a length the CPUs know. */
