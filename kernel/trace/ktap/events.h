@@ -119,7 +119,7 @@ unsigned long ktap_output_overruns(struct ktap_output *out);
 void ktap_output_destroy(struct ktap_output *out);
 bool ktap_output_write(struct ktap_output *out, const char *text, u32 len,
 		       bool nl);
-bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len);
+u32 ktap_output_read(struct ktap_output *out, char *buf, u32 size);
 bool ktap_output_empty(struct ktap_output *out);
 u32 ktap_output_max(struct ktap_output *out);
 const char *ktap_output_name(struct ktap_output *out);

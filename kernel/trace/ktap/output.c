@@ -385,7 +385,11 @@ const char *ktap_output_name(struct ktap_output *out)
 	return out->name;
 }
 
-/* Format a ktap:output_event record for the control descriptor. */
+/*
+ * Format a ktap:output_event record for the control descriptor. Under
+ * trace_event_read_lock() and the consumers' trace_access_lock(): see
+ * ktap_output_read().
+ */
 static void ktap_read_event(struct ktap_output *out,
 			    struct ring_buffer_event *rbe, int cpu, u64 ts,
 			    char *buf, u32 *len)
@@ -401,9 +405,7 @@ static void ktap_read_event(struct ktap_output *out,
 	iter->ent_size = ring_buffer_event_length(rbe);
 	iter->cpu = cpu;
 	iter->ts = ts;
-	trace_event_read_lock();
 	ktap_format_event(iter, 0, entry, iter->ent_size);
-	trace_event_read_unlock();
 	n = min_t(u32, trace_seq_used(&iter->seq), out->max_rec);
 	memcpy(buf, iter->seq.buffer, n);
 	if (entry->nl)
@@ -457,18 +459,8 @@ static struct ring_buffer_event *ktap_next_event(struct ktap_output *out,
 	return ring_buffer_consume(out->buffer, best, ts, NULL);
 }
 
-/**
- * ktap_output_read - take the oldest record of all CPUs
- * @out: the session's output
- * @buf: receives the text and its newline, ktap_output_max() + 1 bytes
- * @len: receives their length
- *
- * Records of other types (a trace_marker write into the instance) are
- * consumed and skipped. Process context; the caller serializes readers.
- *
- * Return: false when the buffer holds no record.
- */
-bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len)
+/* One record into @buf (ktap_output_max() + 1 bytes); false: none left. */
+static bool ktap_output_read_one(struct ktap_output *out, char *buf, u32 *len)
 {
 	const struct trace_event_raw_output *entry;
 	struct ring_buffer_event *rbe;
@@ -497,6 +489,43 @@ bool ktap_output_read(struct ktap_output *out, char *buf, u32 *len)
 		*len = n;
 		return true;
 	}
+}
+
+/**
+ * ktap_output_read - take the oldest records of all CPUs
+ * @out: the session's output
+ * @buf: receives their text, each record with its newline
+ * @size: bytes at @buf, more than ktap_output_max(@out)
+ *
+ * Takes records in timestamp order while one more surely fits. Records
+ * of other types (a trace_marker write into the instance) are consumed
+ * and skipped.
+ *
+ * A consumed record is read in the reader page of its CPU buffer after
+ * ring_buffer_consume() returned. Another consumer of that CPU (the
+ * instance's trace_pipe, or trace_pipe_raw spliced by trace-cmd) could
+ * meanwhile put the page back into the ring, where writers overwrite
+ * it, or hand it to splice, which frees it; so the records are taken
+ * and formatted under trace_access_lock() for all CPUs, as ftrace's own
+ * readers take them, and trace_event_read_lock() first, in their order.
+ *
+ * Process context; the caller serializes readers of the session and
+ * copies @buf to user space after this returns, with no lock held.
+ *
+ * Return: bytes written into @buf, 0 when the buffer holds no record.
+ */
+u32 ktap_output_read(struct ktap_output *out, char *buf, u32 size)
+{
+	u32 len = 0, n;
+
+	trace_event_read_lock();
+	trace_access_lock(RING_BUFFER_ALL_CPUS);
+	while (size - len > out->max_rec &&
+	       ktap_output_read_one(out, buf + len, &n))
+		len += n;
+	trace_access_unlock(RING_BUFFER_ALL_CPUS);
+	trace_event_read_unlock();
+	return len;
 }
 
 /* Whether the buffer holds nothing to read. Any context. */

@@ -74,6 +74,9 @@ MODULE_PARM_DESC(max_sessions, "sessions (opens of tracing/ktap/control) at once
 /* Log kept for tracing/error_log when the caller asks for none. */
 #define KTAP_MIN_LOG		256
 
+/* Text a read() formats under the consumers' lock before copying it out */
+#define KTAP_READ_BUF		SZ_16K
+
 /**
  * struct ktap_session - one open of tracing/ktap/control
  * @hot: what probe handlers read on every firing (see events.h)
@@ -91,7 +94,8 @@ MODULE_PARM_DESC(max_sessions, "sessions (opens of tracing/ktap/control) at once
  * @wake_work: wakes @wq from any context
  * @waiters_pending: a reader may sleep on @wq
  * @read_lock: serializes readers
- * @rbuf: the record being copied to a reader
+ * @rbuf: the records being copied to a reader
+ * @rsize: bytes at @rbuf
  * @rpos: bytes of @rbuf already copied
  * @rlen: bytes in @rbuf
  */
@@ -112,6 +116,7 @@ struct ktap_session {
 	bool			waiters_pending;
 	struct mutex		read_lock;	/* readers, @rbuf */
 	char			*rbuf;
+	u32			rsize;
 	u32			rpos;
 	u32			rlen;
 };
@@ -679,7 +684,9 @@ static int ktap_alloc_output(struct ktap_session *sess,
 						   4, KTAP_MAX_BUFFER_KB));
 	if (IS_ERR(out))
 		return PTR_ERR(out);
-	sess->rbuf = kmalloc(ktap_output_max(out) + 1, GFP_KERNEL_ACCOUNT);
+	/* a batch of records per read(): one lock round trip, one copy */
+	sess->rsize = max_t(u32, ktap_output_max(out) + 1, KTAP_READ_BUF);
+	sess->rbuf = kvmalloc(sess->rsize, GFP_KERNEL_ACCOUNT);
 	if (!sess->rbuf) {
 		ktap_output_destroy(out);
 		return -ENOMEM;
@@ -1048,18 +1055,19 @@ static long ktap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 }
 
 /*
- * Take the oldest record of all CPUs into sess->rbuf. Returns false when
- * there is none. Called under sess->read_lock.
+ * Take the oldest records of all CPUs into sess->rbuf. Returns false
+ * when there is none. Called under sess->read_lock.
  */
 static bool ktap_fetch(struct ktap_session *sess)
 {
 	/* Pairs with ktap_alloc_output(). */
 	struct ktap_output *out = smp_load_acquire(&sess->out);
 
-	if (!out || !ktap_output_read(out, sess->rbuf, &sess->rlen))
+	if (!out)
 		return false;
 	sess->rpos = 0;
-	return true;
+	sess->rlen = ktap_output_read(out, sess->rbuf, sess->rsize);
+	return sess->rlen != 0;
 }
 
 static bool ktap_readable(struct ktap_session *sess)
@@ -1151,7 +1159,7 @@ static void ktap_session_free(struct ktap_session *sess)
 	if (sess->hot.vm)
 		ktap_vm_free(sess->hot.vm);
 	ktap_free_handlers(sess);
-	kfree(sess->rbuf);
+	kvfree(sess->rbuf);
 	kfree(sess);
 }
 

@@ -27,7 +27,7 @@ ktap_print_header
 [ "$(id -u)" = 0 ] || { ktap_skip_all "must run as root"; exit "$KSFT_SKIP"; }
 [ -e "$CONTROL" ] || { ktap_skip_all "$CONTROL missing (CONFIG_KTAP?)"; exit "$KSFT_SKIP"; }
 [ -x "$KTAP" ] || { ktap_skip_all "ktap tool not built"; exit "$KSFT_SKIP"; }
-ktap_set_plan 34
+ktap_set_plan 35
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -943,6 +943,58 @@ else
 	ktap_print_msg "rc $rc"
 	sed 's/^/# /' "$T/loads.out" | head -10
 	ktap_test_fail "event fields read by a load agree with reads by name"
+fi
+
+# 35. the tool and cat trace_pipe consume the same instance at once: the
+# tool takes its records under the lock ftrace's readers take, so each
+# of 20,000 records reaches exactly one of them, intact (written over
+# 5 s, so that cat, started once the instance is there, gets some)
+cat > "$T/share.kp" <<'EOF'
+var n = 0
+var t = 0
+tick-1ms {
+	t = t + 1
+	for (i = 1, 4) {
+		if (n < 20000) {
+			n = n + 1
+			printf("share %d\n", n)
+		}
+	}
+	if (n == 20000 && t >= 5500) { exit() }
+}
+EOF
+I=$INSTANCES/ktap-share
+timeout 120 "$KTAP" -v -I ktap-share "$T/share.kp" > "$T/share.out" 2> "$T/share.err" &
+k=$!
+if wait_until 30 test -e "$I/trace_pipe"; then
+	timeout 120 cat "$I/trace_pipe" > "$T/share.pipe" &
+	c=$!
+	wait $k
+	krc=$?
+	# cat waits for more until it is stopped; what it read is written
+	sleep 1
+	kill $c 2>/dev/null
+	wait $c
+	sed -n 's/^share \([0-9]*\)$/\1/p' "$T/share.out" > "$T/share.nums"
+	sed -n 's/.*output: share \([0-9]*\)$/\1/p' "$T/share.pipe" >> "$T/share.nums"
+	n_tool=$(grep -c '^share ' "$T/share.out")
+	n_cat=$(grep -c 'output: share ' "$T/share.pipe")
+	other=$(grep -v '^share [0-9]*$' "$T/share.out" | head -3)
+	if [ $krc = 0 ] && [ -z "$other" ] && [ "$n_tool" -gt 0 ] && [ "$n_cat" -gt 0 ] &&
+	   [ "$(sort -n "$T/share.nums" | uniq | wc -l)" = 20000 ] &&
+	   [ "$(wc -l < "$T/share.nums")" = 20000 ] &&
+	   [ "$(sort -n "$T/share.nums" | sed -n '1p;$p' | tr '\n' ' ')" = "1 20000 " ]; then
+		ktap_test_pass "the tool and cat trace_pipe share an instance: 20000 records once each ($n_tool + $n_cat)"
+	else
+		ktap_print_msg "rc $krc; tool $n_tool, cat $n_cat, distinct $(sort -n "$T/share.nums" | uniq | wc -l); other: $other"
+		ktap_print_msg "$(tail -3 "$T/share.err")"
+		ktap_test_fail "the tool and cat trace_pipe share an instance"
+	fi
+else
+	ktap_print_msg "$(cat "$T/share.err")"
+	ktap_test_fail "no instance ktap-share"
+	kill -KILL $k 2>/dev/null
+	wait $k
 fi
 
 ktap_finished
