@@ -6,7 +6,9 @@
  * error at START) or run to a clean stop: START, a little workload,
  * STOP, output drained to end of file. Run on the debug kernel, any
  * KASAN/lockdep/kmemleak report fails the run (the VM runner watches
- * the console). Usage: ktap_load_fuzz [count [seed]]
+ * the console). Usage: ktap_load_fuzz [count [seed]]; without a count,
+ * KTAP_LOAD_FUZZ_COUNT or 10,000 (harness/check gives the debug kernel
+ * fewer: its images cost about 35 times as much).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -143,7 +145,9 @@ static void disarm_alarm(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long count = argc > 1 ? strtoul(argv[1], NULL, 0) : 10000;
+	const char *env = getenv("KTAP_LOAD_FUZZ_COUNT");
+	unsigned long count = argc > 1 ? strtoul(argv[1], NULL, 0) :
+			      env && *env ? strtoul(env, NULL, 0) : 10000;
 	unsigned long i, rejected = 0, ran = 0, start_err = 0, bad = 0;
 	struct sigaction sa = { .sa_handler = on_alarm };
 	char log[256];
