@@ -669,6 +669,15 @@ wait_until() {
 	done
 }
 
+# no_instance NAME ERRFILE PID: the tool never showed instance NAME;
+# fail with its messages and end it
+no_instance() {
+	ktap_print_msg "$(cat "$2")"
+	ktap_test_fail "no instance $1"
+	kill -KILL "$3" 2>/dev/null
+	wait "$3"
+}
+
 # 28. -N leaves the output to the instance's readers: cat trace_pipe
 # receives every record while the tool runs, in order (the session
 # lasts 5 s so that a slow guest starts cat before it ends)
@@ -702,10 +711,7 @@ if wait_until 30 test -e "$I/trace_pipe"; then
 		ktap_test_fail "cat trace_pipe reads a -N session"
 	fi
 else
-	ktap_print_msg "$(cat "$T/n.err")"
-	ktap_test_fail "no instance ktap-cat"
-	kill -KILL $k 2>/dev/null
-	wait $k
+	no_instance ktap-cat "$T/n.err" $k
 fi
 
 # 29. trace-cmd reads a session's instance: show (the trace file) and
@@ -980,21 +986,19 @@ if wait_until 30 test -e "$I/trace_pipe"; then
 	n_tool=$(grep -c '^share ' "$T/share.out")
 	n_cat=$(grep -c 'output: share ' "$T/share.pipe")
 	other=$(grep -v '^share [0-9]*$' "$T/share.out" | head -3)
+	distinct=$(sort -n "$T/share.nums" | uniq | wc -l)
 	if [ $krc = 0 ] && [ -z "$other" ] && [ "$n_tool" -gt 0 ] && [ "$n_cat" -gt 0 ] &&
-	   [ "$(sort -n "$T/share.nums" | uniq | wc -l)" = 20000 ] &&
+	   [ "$distinct" = 20000 ] &&
 	   [ "$(wc -l < "$T/share.nums")" = 20000 ] &&
 	   [ "$(sort -n "$T/share.nums" | sed -n '1p;$p' | tr '\n' ' ')" = "1 20000 " ]; then
 		ktap_test_pass "the tool and cat trace_pipe share an instance: 20000 records once each ($n_tool + $n_cat)"
 	else
-		ktap_print_msg "rc $krc; tool $n_tool, cat $n_cat, distinct $(sort -n "$T/share.nums" | uniq | wc -l); other: $other"
+		ktap_print_msg "rc $krc; tool $n_tool, cat $n_cat, distinct $distinct; other: $other"
 		ktap_print_msg "$(tail -3 "$T/share.err")"
 		ktap_test_fail "the tool and cat trace_pipe share an instance"
 	fi
 else
-	ktap_print_msg "$(cat "$T/share.err")"
-	ktap_test_fail "no instance ktap-share"
-	kill -KILL $k 2>/dev/null
-	wait $k
+	no_instance ktap-share "$T/share.err" $k
 fi
 
 ktap_finished
